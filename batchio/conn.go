@@ -1,0 +1,48 @@
+// Package batchio is the engine's socket layer: batch reads and writes of
+// datagrams into caller-preallocated messages, with netip.AddrPort
+// addresses. It has a real UDP implementation, an in-memory network for
+// tests, and a seeded network simulator that wraps either.
+package batchio
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Message is one datagram. For reads, Buf is the caller's preallocated
+// buffer; the read sets N and Addr (the source). For writes, Buf[:N] is sent
+// to Addr.
+type Message struct {
+	Buf  []byte
+	N    int
+	Addr netip.AddrPort
+}
+
+// Conn is a datagram socket used in batches by a single goroutine at a time
+// (Close may be called from any goroutine).
+//
+// Reads never block: the owner drains with ReadBatch until it returns 0, does
+// its timers and sends, then parks in WaitRead. This keeps the per-packet
+// path free of blocking system calls and lets a caller drive everything from
+// its own loop with its own clock.
+type Conn interface {
+	// ReadBatch fills msgs[:n] with datagrams that have already arrived and
+	// returns n. It returns 0, nil when none are waiting. Datagrams longer
+	// than a buffer are truncated and dropped.
+	ReadBatch(msgs []Message) (n int, err error)
+	// WaitRead blocks until a datagram may be ready, the deadline passes
+	// (nil), or the conn is closed (ErrClosed). A zero deadline waits
+	// without a time limit.
+	WaitRead(deadline time.Time) error
+	// WriteBatch sends msgs in order and returns how many were handed to the
+	// network. Datagrams are unreliable: a sent message may still be lost.
+	WriteBatch(msgs []Message) (n int, err error)
+	// LocalAddr is the bound address.
+	LocalAddr() netip.AddrPort
+	// Close releases the socket and wakes any WaitRead with ErrClosed.
+	Close() error
+}
+
+// ErrClosed is returned by a Conn's methods after Close.
+var ErrClosed = errors.New("batchio: connection closed")
