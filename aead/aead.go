@@ -12,7 +12,6 @@ package aead
 import (
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -67,13 +66,8 @@ func NewPacketKey(key []byte, protocolID uint64) (*PacketKey, error) {
 		return nil, err
 	}
 	k := &PacketKey{aead: a}
-	copy(k.ad[:], codec.VersionInfo[:])
-	binary.LittleEndian.PutUint64(k.ad[codec.VersionInfoBytes:], protocolID)
+	codec.PutPacketAssociatedData(k.ad[:], protocolID, 0)
 	return k, nil
-}
-
-func (k *PacketKey) setNonce(seq uint64) {
-	binary.LittleEndian.PutUint64(k.nonce[4:], seq)
 }
 
 // SealPacket encrypts body[:len(body)-16] in place and writes the tag into
@@ -83,7 +77,7 @@ func (k *PacketKey) SealPacket(body []byte, prefix byte, seq uint64) error {
 	if n < 0 {
 		return ErrShort
 	}
-	k.setNonce(seq)
+	codec.PutSequenceNonce(k.nonce[:], seq)
 	k.ad[codec.PacketAssociatedDataBytes-1] = prefix
 	k.aead.Seal(body[:0], k.nonce[:], body[:n], k.ad[:])
 	return nil
@@ -95,7 +89,7 @@ func (k *PacketKey) OpenPacket(body []byte, prefix byte, seq uint64) error {
 	if len(body) < codec.MACBytes {
 		return ErrShort
 	}
-	k.setNonce(seq)
+	codec.PutSequenceNonce(k.nonce[:], seq)
 	k.ad[codec.PacketAssociatedDataBytes-1] = prefix
 	if _, err := k.aead.Open(body[:0], k.nonce[:], body, k.ad[:]); err != nil {
 		return ErrOpen
@@ -129,7 +123,7 @@ func (k *ChallengeKey) Seal(token []byte, seq uint64) error {
 	if len(token) != codec.ChallengeTokenBytes {
 		return codec.ErrChallengeSize
 	}
-	binary.LittleEndian.PutUint64(k.nonce[4:], seq)
+	codec.PutSequenceNonce(k.nonce[:], seq)
 	k.aead.Seal(token[:0], k.nonce[:], token[:codec.ChallengeTokenBytes-codec.MACBytes], nil)
 	return nil
 }
@@ -139,7 +133,7 @@ func (k *ChallengeKey) Open(token []byte, seq uint64) error {
 	if len(token) != codec.ChallengeTokenBytes {
 		return codec.ErrChallengeSize
 	}
-	binary.LittleEndian.PutUint64(k.nonce[4:], seq)
+	codec.PutSequenceNonce(k.nonce[:], seq)
 	if _, err := k.aead.Open(token[:0], k.nonce[:], token, nil); err != nil {
 		return ErrOpen
 	}
@@ -164,14 +158,7 @@ func NewTokenKey(privateKey []byte) (*TokenKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &TokenKey{aead: a}
-	copy(k.ad[:], codec.VersionInfo[:])
-	return k, nil
-}
-
-func (k *TokenKey) setAD(protocolID, expire uint64) {
-	binary.LittleEndian.PutUint64(k.ad[codec.VersionInfoBytes:], protocolID)
-	binary.LittleEndian.PutUint64(k.ad[codec.VersionInfoBytes+8:], expire)
+	return &TokenKey{aead: a}, nil
 }
 
 // SealPrivateToken encrypts the 1024-byte plaintext token in place: the
@@ -183,7 +170,7 @@ func (k *TokenKey) SealPrivateToken(token []byte, protocolID, expireTimestamp ui
 	if len(nonce) != codec.ConnectTokenNonceBytes {
 		return codec.ErrNonceSize
 	}
-	k.setAD(protocolID, expireTimestamp)
+	codec.PutTokenAssociatedData(k.ad[:], protocolID, expireTimestamp)
 	k.aead.Seal(token[:0], nonce, token[:codec.PrivateTokenBytes-codec.MACBytes], k.ad[:])
 	return nil
 }
@@ -197,7 +184,7 @@ func (k *TokenKey) OpenPrivateToken(token []byte, protocolID, expireTimestamp ui
 	if len(nonce) != codec.ConnectTokenNonceBytes {
 		return codec.ErrNonceSize
 	}
-	k.setAD(protocolID, expireTimestamp)
+	codec.PutTokenAssociatedData(k.ad[:], protocolID, expireTimestamp)
 	if _, err := k.aead.Open(token[:0], nonce, token, k.ad[:]); err != nil {
 		return ErrOpen
 	}

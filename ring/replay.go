@@ -8,8 +8,9 @@ const emptySlot = ^uint64(0)
 // Replay is the 256-entry replay-protection window of one session, with the
 // C reference's exact behaviour: slot = sequence mod 256; a sequence is a
 // duplicate when its slot holds a value >= it; empty slots hold 2^64-1, so
-// sequence 2^64-1 is never recorded; sequences at or below most recent - 256
-// are too old. The arithmetic wraps as the reference's uint64 does.
+// sequence 2^64-1 is never recorded; once the most recent sequence is at
+// least 256, sequences at or below most recent - 256 are too old (this
+// comparison never wraps, so sequences near 2^64 behave like any other).
 //
 // The zero value is not ready: call Reset first.
 type Replay struct {
@@ -31,7 +32,7 @@ func (r *Replay) MostRecent() uint64 { return r.mostRecent }
 // AlreadyReceived reports whether seq must be dropped as a replay or as
 // older than the window.
 func (r *Replay) AlreadyReceived(seq uint64) bool {
-	if seq+ReplayWindowSize <= r.mostRecent {
+	if r.mostRecent >= ReplayWindowSize && seq <= r.mostRecent-ReplayWindowSize {
 		return true
 	}
 	v := r.received[seq&(ReplayWindowSize-1)]
