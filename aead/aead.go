@@ -27,6 +27,8 @@ var (
 	ErrOpen = errors.New("netcode: message authentication failed")
 	// ErrShort is returned when a buffer cannot hold the tag.
 	ErrShort = errors.New("netcode: buffer shorter than the 16-byte tag")
+	// ErrNilKey is returned by the methods of a nil key.
+	ErrNilKey = errors.New("netcode: nil key")
 )
 
 func checkKey(key []byte) error {
@@ -73,6 +75,9 @@ func NewPacketKey(key []byte, protocolID uint64) (*PacketKey, error) {
 // SealPacket encrypts body[:len(body)-16] in place and writes the tag into
 // the last 16 bytes.
 func (k *PacketKey) SealPacket(body []byte, prefix byte, seq uint64) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	n := len(body) - codec.MACBytes
 	if n < 0 {
 		return ErrShort
@@ -86,6 +91,9 @@ func (k *PacketKey) SealPacket(body []byte, prefix byte, seq uint64) error {
 // OpenPacket authenticates body (ciphertext then tag) and decrypts it in
 // place into body[:len(body)-16].
 func (k *PacketKey) OpenPacket(body []byte, prefix byte, seq uint64) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	if len(body) < codec.MACBytes {
 		return ErrShort
 	}
@@ -120,6 +128,9 @@ func NewChallengeKey(key []byte) (*ChallengeKey, error) {
 // Seal encrypts the 300-byte challenge token in token[:300] in place: the
 // first 284 bytes are encrypted and the tag fills the last 16.
 func (k *ChallengeKey) Seal(token []byte, seq uint64) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	if len(token) != codec.ChallengeTokenBytes {
 		return codec.ErrChallengeSize
 	}
@@ -130,6 +141,9 @@ func (k *ChallengeKey) Seal(token []byte, seq uint64) error {
 
 // Open authenticates and decrypts a 300-byte challenge token in place.
 func (k *ChallengeKey) Open(token []byte, seq uint64) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	if len(token) != codec.ChallengeTokenBytes {
 		return codec.ErrChallengeSize
 	}
@@ -164,6 +178,9 @@ func NewTokenKey(privateKey []byte) (*TokenKey, error) {
 // SealPrivateToken encrypts the 1024-byte plaintext token in place: the
 // first 1008 bytes are encrypted and the tag fills the last 16.
 func (k *TokenKey) SealPrivateToken(token []byte, protocolID, expireTimestamp uint64, nonce []byte) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	if len(token) != codec.PrivateTokenBytes {
 		return codec.ErrTokenSize
 	}
@@ -178,6 +195,9 @@ func (k *TokenKey) SealPrivateToken(token []byte, protocolID, expireTimestamp ui
 // OpenPrivateToken authenticates and decrypts a 1024-byte private token in
 // place; the tag stays in the last 16 bytes.
 func (k *TokenKey) OpenPrivateToken(token []byte, protocolID, expireTimestamp uint64, nonce []byte) error {
+	if k == nil {
+		return ErrNilKey
+	}
 	if len(token) != codec.PrivateTokenBytes {
 		return codec.ErrTokenSize
 	}
