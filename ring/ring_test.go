@@ -1,0 +1,93 @@
+package ring
+
+import "testing"
+
+func TestReplayWindow(t *testing.T) {
+	var r Replay
+	r.Reset()
+	steps := []struct {
+		seq    uint64
+		accept bool
+	}{
+		{0, true}, {0, false}, {5, true}, {3, true}, {3, false}, {300, true},
+		{45, true}, // 45 > 300-256: inside the window
+		{45, false},
+		{44, false}, // 44 <= 300-256: too old
+		{556, true}, // slot 556%256 = 44 holds 300 < 556
+		{300, false},
+	}
+	for i, s := range steps {
+		got := !r.AlreadyReceived(s.seq)
+		if got != s.accept {
+			t.Fatalf("step %d: sequence %d accept %v, want %v", i, s.seq, got, s.accept)
+		}
+		if got {
+			r.Advance(s.seq)
+		}
+	}
+	if r.MostRecent() != 556 {
+		t.Fatalf("most recent %d", r.MostRecent())
+	}
+	// Sequence 2^64-1 is never recorded (it is the empty marker).
+	r.Reset()
+	max := ^uint64(0)
+	r.Advance(max)
+	if r.AlreadyReceived(max) {
+		t.Fatal("2^64-1 recorded as received; the reference never records it")
+	}
+}
+
+func TestReplayAllocs(t *testing.T) {
+	var r Replay
+	r.Reset()
+	seq := uint64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		seq++
+		if !r.AlreadyReceived(seq) {
+			r.Advance(seq)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func TestQueue(t *testing.T) {
+	for _, bad := range []int{0, -1, 3, 6, 1<<30 + 1} {
+		if _, err := NewQueue[int](bad); err == nil {
+			t.Errorf("capacity %d accepted", bad)
+		}
+	}
+	q, err := NewQueue[int](4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 { // wrap around several times
+		for i := range 4 {
+			if !q.Push(round*10 + i) {
+				t.Fatalf("round %d: push %d failed", round, i)
+			}
+		}
+		if q.Push(99) {
+			t.Fatal("push into a full queue succeeded")
+		}
+		if v, ok := q.Peek(); !ok || v != round*10 {
+			t.Fatalf("peek = %d, %v", v, ok)
+		}
+		for i := range 4 {
+			if v, ok := q.Pop(); !ok || v != round*10+i {
+				t.Fatalf("round %d: pop = %d, %v; want %d", round, v, ok, round*10+i)
+			}
+		}
+		if _, ok := q.Pop(); ok || q.Len() != 0 {
+			t.Fatal("pop from an empty queue succeeded")
+		}
+	}
+	q.Push(1)
+	q.Clear()
+	if q.Len() != 0 || q.Cap() != 4 {
+		t.Fatalf("after Clear: len %d cap %d", q.Len(), q.Cap())
+	}
+	if n := testing.AllocsPerRun(100, func() { q.Push(1); q.Pop() }); n != 0 {
+		t.Fatalf("queue push/pop: %v allocations", n)
+	}
+}
