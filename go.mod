@@ -4,4 +4,7 @@ go 1.26.0
 
 require golang.org/x/crypto v0.58.0
 
-require golang.org/x/sys v0.49.0 // indirect
+require (
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

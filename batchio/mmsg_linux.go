@@ -1,0 +1,666 @@
+//go:build linux
+
+package batchio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// MmsgConfig configures a Linux batch socket.
+type MmsgConfig struct {
+	// Mode selects the receive system calls (default RecvMmsg).
+	Mode RecvMode
+	// BatchSize is the most datagrams one system call moves (default 64,
+	// at most 1024).
+	BatchSize int
+	// RecvBuffer and SendBuffer are the socket buffer sizes to ask for
+	// (default 4 MiB each; negative leaves the system default).
+	RecvBuffer, SendBuffer int
+	// ReusePort sets SO_REUSEPORT so several sockets can share the address.
+	ReusePort bool
+	// TOS, when non-zero, is the DSCP/TOS byte (IPv4) or traffic class
+	// (IPv6) of outgoing packets.
+	TOS int
+}
+
+const (
+	defaultBatchSize = 64
+	maxBatchSize     = 1024
+	defaultSockBuf   = 4 << 20
+	// sendRetries bounds how often one sendmmsg is retried after EINTR,
+	// EAGAIN or ENOBUFS before the datagram at its head is dropped.
+	sendRetries = 4
+	// blockPollSlice caps one blocking poll in RecvBlock mode so that Close
+	// is noticed promptly.
+	blockPollSlice = 20 * time.Millisecond
+)
+
+func (c *MmsgConfig) validate() error {
+	if c.Mode < 0 || c.Mode >= numRecvModes {
+		return fmt.Errorf("batchio: receive mode %d; want one of mmsg, block, xnet, single", c.Mode)
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = defaultBatchSize
+	}
+	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
+		return fmt.Errorf("batchio: batch size %d; want 1 to %d", c.BatchSize, maxBatchSize)
+	}
+	if c.RecvBuffer == 0 {
+		c.RecvBuffer = defaultSockBuf
+	}
+	if c.SendBuffer == 0 {
+		c.SendBuffer = defaultSockBuf
+	}
+	if c.TOS < 0 || c.TOS > 255 {
+		return fmt.Errorf("batchio: TOS %d; want 0 to 255", c.TOS)
+	}
+	return nil
+}
+
+// MmsgStats are a socket's counters. They are updated atomically and can be
+// read from any goroutine.
+type MmsgStats struct {
+	RecvCalls, RecvPackets uint64 // system calls and datagrams received
+	SendCalls, SendPackets uint64 // system calls and datagrams sent
+	SendRetries            uint64 // EINTR/EAGAIN/ENOBUFS retries
+	SendDropped            uint64 // datagrams dropped after errors or retries
+	Truncated              uint64 // received datagrams longer than the buffer
+	Waits                  uint64 // WaitRead calls that parked
+	RecvBufferGot          int    // the receive buffer the kernel granted
+	SendBufferGot          int    // the send buffer the kernel granted
+}
+
+// MmsgConn is a UDP socket read and written in batches with
+// recvmmsg/sendmmsg into preallocated headers, so steady-state reads and
+// writes allocate nothing (except in RecvXNet mode, which is there to be
+// compared).
+//
+// The system calls are made with RawSyscall6 and MSG_DONTWAIT inside
+// RawConn.Control (which keeps the descriptor alive against a concurrent
+// Close): a non-blocking call that returns at once does not need the
+// scheduler, and letting it know (as syscall.Syscall6 does) made the P
+// change hands on every long batch.
+type MmsgConn struct {
+	udp   *net.UDPConn
+	rc    syscall.RawConn
+	ipv6  bool
+	mode  RecvMode
+	batch int
+	local netip.AddrPort
+
+	// Receive state: owner goroutine only.
+	rhdrs  []unix.Mmsghdr
+	riov   []unix.Iovec
+	rnames []unix.RawSockaddrInet6
+	rn     int
+	rerr   syscall.Errno
+	recvFn func(fd uintptr)
+	waitFn func(fd uintptr) bool
+	pollFn func(fd uintptr)
+	waited bool
+	ready  bool
+	pfd    [1]unix.PollFd
+	block  time.Duration
+	lastDL time.Time
+
+	// Send state: owner goroutine only.
+	whdrs  []unix.Mmsghdr
+	wiov   []unix.Iovec
+	wnames []unix.RawSockaddrInet6
+	wcount int
+	wn     int
+	werr   syscall.Errno
+	sendFn func(fd uintptr)
+
+	// x/net state (RecvXNet only).
+	x4    *ipv4.PacketConn
+	x6    *ipv6.PacketConn
+	xmsgs []ipv4.Message
+
+	// Single-datagram state (RecvSingle only).
+	single      []byte
+	singleName  unix.RawSockaddrInet6
+	singleLen   uint32
+	singleCount int
+
+	closed atomic.Bool
+	stats  struct {
+		recvCalls, recvPackets, sendCalls, sendPackets atomic.Uint64
+		sendRetries, sendDropped, truncated, waits     atomic.Uint64
+	}
+	recvBufGot, sendBufGot int
+}
+
+var _ Conn = (*MmsgConn)(nil)
+
+// ListenMmsg opens a UDP socket on addr (IPv4 or IPv6; an IPv6 socket is
+// IPv6-only, so serve both families with two sockets).
+func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !addr.IsValid() {
+		return nil, fmt.Errorf("batchio: listen address %v is not valid", addr)
+	}
+	ipv6 := !addr.Addr().Unmap().Is4()
+	network := "udp4"
+	if ipv6 {
+		network = "udp6"
+	} else {
+		addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	}
+	lc := net.ListenConfig{Control: control(cfg.ReusePort, ipv6)}
+	pc, err := lc.ListenPacket(context.Background(), network, addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("batchio: listen %v: %w", addr, err)
+	}
+	udp := pc.(*net.UDPConn)
+	rc, err := udp.SyscallConn()
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	c := &MmsgConn{
+		udp:   udp,
+		rc:    rc,
+		ipv6:  ipv6,
+		mode:  cfg.Mode,
+		batch: cfg.BatchSize,
+		local: udp.LocalAddr().(*net.UDPAddr).AddrPort(),
+	}
+	var optErr error
+	if err := rc.Control(func(fd uintptr) {
+		if c.recvBufGot, optErr = setBuffer(int(fd), unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RecvBuffer); optErr != nil {
+			return
+		}
+		if c.sendBufGot, optErr = setBuffer(int(fd), unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SendBuffer); optErr != nil {
+			return
+		}
+		if cfg.TOS != 0 {
+			optErr = setTOS(int(fd), ipv6, cfg.TOS)
+		}
+	}); err != nil || optErr != nil {
+		udp.Close()
+		return nil, errors.Join(err, optErr)
+	}
+	c.init()
+	return c, nil
+}
+
+// BufferShortfall reports whether the kernel granted less socket buffer
+// than was asked for (a caller should warn: bursts will be dropped).
+func (c *MmsgConn) BufferShortfall(cfg MmsgConfig) bool {
+	return (cfg.RecvBuffer > 0 && c.recvBufGot < cfg.RecvBuffer) || (cfg.SendBuffer > 0 && c.sendBufGot < cfg.SendBuffer)
+}
+
+func (c *MmsgConn) init() {
+	n := c.batch
+	c.rhdrs = make([]unix.Mmsghdr, n)
+	c.riov = make([]unix.Iovec, n)
+	c.rnames = make([]unix.RawSockaddrInet6, n)
+	c.whdrs = make([]unix.Mmsghdr, n)
+	c.wiov = make([]unix.Iovec, n)
+	c.wnames = make([]unix.RawSockaddrInet6, n)
+	for i := range n {
+		c.rhdrs[i].Hdr.Iov = &c.riov[i]
+		c.rhdrs[i].Hdr.SetIovlen(1)
+		c.whdrs[i].Hdr.Iov = &c.wiov[i]
+		c.whdrs[i].Hdr.SetIovlen(1)
+		c.whdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.wnames[i]))
+	}
+	// Method values are made once: passing a fresh closure to RawConn on
+	// every call would allocate.
+	c.recvFn = c.recvmmsg
+	c.sendFn = c.sendmmsg
+	c.waitFn = c.waitOnce
+	c.pollFn = c.pollNow
+	switch c.mode {
+	case RecvXNet:
+		if c.ipv6 {
+			c.x6 = ipv6.NewPacketConn(c.udp)
+		} else {
+			c.x4 = ipv4.NewPacketConn(c.udp)
+		}
+		c.xmsgs = make([]ipv4.Message, n)
+		for i := range c.xmsgs {
+			c.xmsgs[i].Buffers = make([][]byte, 1)
+		}
+	case RecvSingle:
+		c.recvFn = c.recvfrom
+		c.sendFn = c.sendto
+	}
+}
+
+// LocalAddr returns the bound address.
+func (c *MmsgConn) LocalAddr() netip.AddrPort { return c.local }
+
+// Mode returns the receive mode.
+func (c *MmsgConn) Mode() RecvMode { return c.mode }
+
+// BatchSize returns the most datagrams one system call moves.
+func (c *MmsgConn) BatchSize() int { return c.batch }
+
+// Stats returns the socket's counters.
+func (c *MmsgConn) Stats() MmsgStats {
+	return MmsgStats{
+		RecvCalls: c.stats.recvCalls.Load(), RecvPackets: c.stats.recvPackets.Load(),
+		SendCalls: c.stats.sendCalls.Load(), SendPackets: c.stats.sendPackets.Load(),
+		SendRetries: c.stats.sendRetries.Load(), SendDropped: c.stats.sendDropped.Load(),
+		Truncated: c.stats.truncated.Load(), Waits: c.stats.waits.Load(),
+		RecvBufferGot: c.recvBufGot, SendBufferGot: c.sendBufGot,
+	}
+}
+
+// Close closes the socket and wakes a blocked WaitRead.
+func (c *MmsgConn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.udp.Close()
+}
+
+func mapErr(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// ReadBatch reads the datagrams already waiting, up to len(msgs) and at
+// most BatchSize per call, without blocking.
+func (c *MmsgConn) ReadBatch(msgs []Message) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	n := min(len(msgs), c.batch)
+	if n == 0 {
+		return 0, nil
+	}
+	if c.mode == RecvXNet {
+		return c.readXNet(msgs[:n])
+	}
+	if c.mode == RecvSingle {
+		return c.readSingle(msgs[:n])
+	}
+	for i := range n {
+		buf := msgs[i].Buf
+		if len(buf) == 0 {
+			n = i
+			break
+		}
+		c.riov[i].Base = &buf[0]
+		c.riov[i].SetLen(len(buf))
+		h := &c.rhdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&c.rnames[i]))
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.Flags = 0
+	}
+	c.rn = n
+	if err := c.rc.Control(c.recvFn); err != nil {
+		return 0, mapErr(err)
+	}
+	c.stats.recvCalls.Add(1)
+	if c.rerr != 0 {
+		if c.rerr == unix.EAGAIN || c.rerr == unix.EINTR {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("batchio: recvmmsg: %w", c.rerr)
+	}
+	got := 0
+	for i := range c.rn {
+		h := &c.rhdrs[i]
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			c.stats.truncated.Add(1)
+			continue
+		}
+		if got != i {
+			// Compact over a dropped truncated datagram by swapping buffers,
+			// so every caller buffer stays owned by exactly one message.
+			msgs[got].Buf, msgs[i].Buf = msgs[i].Buf, msgs[got].Buf
+		}
+		msgs[got].N = int(h.Len)
+		msgs[got].Addr = decodeSockaddr(&c.rnames[i])
+		got++
+	}
+	c.stats.recvPackets.Add(uint64(got))
+	return got, nil
+}
+
+// recvmmsg runs inside RawConn.Control.
+func (c *MmsgConn) recvmmsg(fd uintptr) {
+	r, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.rhdrs[0])),
+		uintptr(c.rn), unix.MSG_DONTWAIT, 0, 0)
+	c.rerr = e
+	if e == 0 {
+		c.rn = int(r)
+	}
+}
+
+func (c *MmsgConn) readSingle(msgs []Message) (int, error) {
+	got := 0
+	for got < len(msgs) {
+		c.single = msgs[got].Buf
+		c.singleLen = unix.SizeofSockaddrInet6
+		if err := c.rc.Control(c.recvFn); err != nil {
+			return got, mapErr(err)
+		}
+		c.stats.recvCalls.Add(1)
+		if c.rerr != 0 {
+			if c.rerr == unix.EAGAIN || c.rerr == unix.EINTR {
+				break
+			}
+			return got, fmt.Errorf("batchio: recvfrom: %w", c.rerr)
+		}
+		if c.singleCount > len(c.single) {
+			c.stats.truncated.Add(1)
+			continue
+		}
+		msgs[got].N = c.singleCount
+		msgs[got].Addr = decodeSockaddr(&c.singleName)
+		got++
+	}
+	c.single = nil
+	c.stats.recvPackets.Add(uint64(got))
+	return got, nil
+}
+
+// recvfrom runs inside RawConn.Control. MSG_TRUNC makes it return the real
+// length so a truncated datagram is detected.
+func (c *MmsgConn) recvfrom(fd uintptr) {
+	if len(c.single) == 0 {
+		c.rerr = unix.EINVAL
+		return
+	}
+	r, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.single[0])), uintptr(len(c.single)),
+		unix.MSG_DONTWAIT|unix.MSG_TRUNC, uintptr(unsafe.Pointer(&c.singleName)), uintptr(unsafe.Pointer(&c.singleLen)))
+	c.rerr = e
+	c.singleCount = int(r)
+}
+
+func (c *MmsgConn) readXNet(msgs []Message) (int, error) {
+	// x/net's ReadBatch blocks when nothing is waiting, so look first.
+	if !c.readable() {
+		return 0, nil
+	}
+	if !c.lastDL.IsZero() {
+		// An expired WaitRead deadline would fail x/net's read at once.
+		if err := c.udp.SetReadDeadline(time.Time{}); err != nil {
+			return 0, mapErr(err)
+		}
+		c.lastDL = time.Time{}
+	}
+	for i := range msgs {
+		c.xmsgs[i].Buffers[0] = msgs[i].Buf
+		c.xmsgs[i].Addr = nil
+	}
+	var n int
+	var err error
+	if c.ipv6 {
+		n, err = c.x6.ReadBatch(c.xmsgs[:len(msgs)], 0)
+	} else {
+		n, err = c.x4.ReadBatch(c.xmsgs[:len(msgs)], 0)
+	}
+	c.stats.recvCalls.Add(1)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	got := 0
+	for i := range n {
+		if c.xmsgs[i].Flags&unix.MSG_TRUNC != 0 {
+			c.stats.truncated.Add(1)
+			continue
+		}
+		ua, ok := c.xmsgs[i].Addr.(*net.UDPAddr)
+		if !ok {
+			continue
+		}
+		if got != i {
+			msgs[got].Buf, msgs[i].Buf = msgs[i].Buf, msgs[got].Buf
+		}
+		msgs[got].N = c.xmsgs[i].N
+		msgs[got].Addr = ua.AddrPort()
+		got++
+	}
+	c.stats.recvPackets.Add(uint64(got))
+	return got, nil
+}
+
+// readable polls the socket without blocking.
+func (c *MmsgConn) readable() bool {
+	c.ready = false
+	if c.rc.Control(c.pollFn) != nil {
+		return false
+	}
+	return c.ready
+}
+
+var zeroTimespec unix.Timespec
+
+func (c *MmsgConn) pollNow(fd uintptr) {
+	c.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	r, _, e := syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&c.pfd[0])), 1,
+		uintptr(unsafe.Pointer(&zeroTimespec)), 0, 0, 0)
+	c.ready = e == 0 && r > 0
+}
+
+// pollBlock waits in ppoll for up to c.block; it blocks the OS thread, which
+// is the point of RecvBlock.
+func (c *MmsgConn) pollBlock(fd uintptr) {
+	c.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	ts := unix.NsecToTimespec(int64(c.block))
+	r, _, e := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&c.pfd[0])), 1,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	c.ready = e == 0 && r > 0
+}
+
+// waitOnce makes RawConn.Read park once on the netpoller: it is called
+// before the wait (returns false unless data is already there) and after.
+func (c *MmsgConn) waitOnce(fd uintptr) bool {
+	if c.waited {
+		return true
+	}
+	c.waited = true
+	// Data may be waiting without a fresh edge (the owner stopped draining
+	// early); don't park then.
+	c.pollNow(fd)
+	return c.ready
+}
+
+// WaitRead blocks until a datagram may be ready, the deadline passes, or
+// the socket is closed.
+func (c *MmsgConn) WaitRead(deadline time.Time) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.stats.waits.Add(1)
+	if c.mode == RecvBlock {
+		return c.waitBlock(deadline)
+	}
+	if !deadline.Equal(c.lastDL) {
+		if err := c.udp.SetReadDeadline(deadline); err != nil {
+			return mapErr(err)
+		}
+		c.lastDL = deadline
+	}
+	c.waited = false
+	err := c.rc.Read(c.waitFn)
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil
+	}
+	return mapErr(err)
+}
+
+func (c *MmsgConn) waitBlock(deadline time.Time) error {
+	fn := c.pollBlock
+	for {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		c.block = blockPollSlice
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil
+			}
+			c.block = min(left, blockPollSlice)
+		}
+		c.ready = false
+		if err := c.rc.Control(fn); err != nil {
+			return mapErr(err)
+		}
+		if c.ready {
+			return nil
+		}
+	}
+}
+
+// WriteBatch sends msgs with sendmmsg, BatchSize at a time. A partial send
+// resumes where the kernel stopped; EINTR, EAGAIN and ENOBUFS are retried a
+// bounded number of times; a datagram that still fails (or has an address
+// of the wrong family) is dropped and counted. It returns how many were
+// sent.
+func (c *MmsgConn) WriteBatch(msgs []Message) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	sent := 0
+	for len(msgs) > 0 {
+		n := 0
+		for n < len(msgs) && n < c.batch {
+			m := &msgs[n]
+			nameLen := encodeSockaddr(&c.wnames[n], m.Addr, c.ipv6)
+			if nameLen == 0 || m.N <= 0 || m.N > len(m.Buf) {
+				// Unsendable: send what came before it; the next round
+				// finds it first and drops it.
+				break
+			}
+			c.whdrs[n].Hdr.Namelen = nameLen
+			c.wiov[n].Base = &m.Buf[0]
+			c.wiov[n].SetLen(m.N)
+			n++
+		}
+		if n == 0 {
+			c.stats.sendDropped.Add(1)
+			msgs = msgs[1:]
+			continue
+		}
+		done, err := c.sendChunk(n)
+		sent += done
+		if err != nil {
+			return sent, err
+		}
+		msgs = msgs[n:]
+	}
+	return sent, nil
+}
+
+// sendChunk sends the first n prepared headers.
+func (c *MmsgConn) sendChunk(n int) (int, error) {
+	off, sent, retries := 0, 0, 0
+	for off < n {
+		c.wcount = n - off
+		c.wn = off
+		if err := c.rc.Control(c.sendFn); err != nil {
+			return sent, mapErr(err)
+		}
+		c.stats.sendCalls.Add(1)
+		switch c.werr {
+		case 0:
+			off += c.wcount
+			sent += c.wcount
+			c.stats.sendPackets.Add(uint64(c.wcount))
+			retries = 0
+		case unix.EINTR, unix.EAGAIN, unix.ENOBUFS:
+			if retries < sendRetries {
+				retries++
+				c.stats.sendRetries.Add(1)
+				continue
+			}
+			fallthrough
+		default:
+			// The datagram at the head failed: drop it and go on.
+			off++
+			retries = 0
+			c.stats.sendDropped.Add(1)
+		}
+	}
+	return sent, nil
+}
+
+// sendmmsg runs inside RawConn.Control: it sends wcount headers from wn.
+func (c *MmsgConn) sendmmsg(fd uintptr) {
+	r, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&c.whdrs[c.wn])),
+		uintptr(c.wcount), unix.MSG_DONTWAIT, 0, 0)
+	c.werr = e
+	if e == 0 {
+		c.wcount = int(r)
+	}
+}
+
+// sendto is RecvSingle's sender: one datagram per system call.
+func (c *MmsgConn) sendto(fd uintptr) {
+	h := &c.whdrs[c.wn].Hdr
+	_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(h.Iov.Base)), uintptr(h.Iov.Len),
+		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+	c.werr = e
+	if e == 0 {
+		c.wcount = 1
+	}
+}
+
+// decodeSockaddr turns a kernel socket address into a netip.AddrPort
+// without allocating.
+func decodeSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		p := (*[2]byte)(unsafe.Pointer(&sa4.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return netip.AddrPort{}
+}
+
+// encodeSockaddr writes addr for a socket of the given family and returns
+// the address length, or 0 if addr cannot be sent from that socket.
+func encodeSockaddr(sa *unix.RawSockaddrInet6, addr netip.AddrPort, ipv6 bool) uint32 {
+	ip := addr.Addr()
+	port := addr.Port()
+	if !ipv6 {
+		ip = ip.Unmap()
+		if !ip.Is4() {
+			return 0
+		}
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		sa4.Family = unix.AF_INET
+		p := (*[2]byte)(unsafe.Pointer(&sa4.Port))
+		p[0], p[1] = byte(port>>8), byte(port)
+		sa4.Addr = ip.As4()
+		return unix.SizeofSockaddrInet4
+	}
+	if !ip.Is6() || ip.Is4In6() {
+		return 0
+	}
+	sa.Family = unix.AF_INET6
+	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+	p[0], p[1] = byte(port>>8), byte(port)
+	sa.Flowinfo = 0
+	sa.Addr = ip.As16()
+	sa.Scope_id = 0
+	return unix.SizeofSockaddrInet6
+}

@@ -1,0 +1,215 @@
+//go:build linux
+
+package batchio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func listenPair(t *testing.T, loopback string, cfg MmsgConfig) (a, b *MmsgConn) {
+	t.Helper()
+	addr := netip.MustParseAddrPort(loopback)
+	var err error
+	if a, err = ListenMmsg(addr, cfg); err != nil {
+		t.Skipf("cannot listen on %v: %v", addr, err)
+	}
+	if b, err = ListenMmsg(addr, cfg); err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func makeMsgs(n, size int) []Message {
+	msgs := make([]Message, n)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, size)
+	}
+	return msgs
+}
+
+// readAll drains up to want datagrams, waiting at most a second overall.
+func readAll(t *testing.T, c Conn, msgs []Message, want int) []Message {
+	t.Helper()
+	var out []Message
+	deadline := time.Now().Add(time.Second)
+	for len(out) < want && time.Now().Before(deadline) {
+		n, err := c.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:n] {
+			out = append(out, Message{Buf: bytes.Clone(m.Buf[:m.N]), N: m.N, Addr: m.Addr})
+		}
+		if n == 0 {
+			if err := c.WaitRead(deadline); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
+
+func TestMmsgRoundTrip(t *testing.T) {
+	for _, family := range []string{"127.0.0.1:0", "[::1]:0"} {
+		for mode := RecvMode(0); mode < numRecvModes; mode++ {
+			t.Run(fmt.Sprintf("%s/%v", family, mode), func(t *testing.T) {
+				a, b := listenPair(t, family, MmsgConfig{Mode: mode, BatchSize: 8})
+				const count = 20 // more than one batch
+				out := makeMsgs(count, 100)
+				for i := range out {
+					out[i].N = 1 + i
+					out[i].Addr = b.LocalAddr()
+					for j := range out[i].N {
+						out[i].Buf[j] = byte(i + j)
+					}
+				}
+				if n, err := a.WriteBatch(out); err != nil || n != count {
+					t.Fatalf("WriteBatch = %d, %v", n, err)
+				}
+				got := readAll(t, b, makeMsgs(8, 100), count)
+				if len(got) != count {
+					t.Fatalf("received %d of %d", len(got), count)
+				}
+				for i, m := range got {
+					if m.Addr != a.LocalAddr() {
+						t.Errorf("source %v, want %v", m.Addr, a.LocalAddr())
+					}
+					if !bytes.Equal(m.Buf, out[i].Buf[:out[i].N]) {
+						t.Errorf("datagram %d: %x, want %x", i, m.Buf, out[i].Buf[:out[i].N])
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestMmsgTruncatedDropped(t *testing.T) {
+	for mode := RecvMode(0); mode < numRecvModes; mode++ {
+		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+		out := []Message{
+			{Buf: bytes.Repeat([]byte{1}, 50), N: 50, Addr: b.LocalAddr()},
+			{Buf: bytes.Repeat([]byte{2}, 10), N: 10, Addr: b.LocalAddr()},
+		}
+		if n, err := a.WriteBatch(out); n != 2 || err != nil {
+			t.Fatal(n, err)
+		}
+		got := readAll(t, b, makeMsgs(4, 20), 1)
+		if len(got) != 1 || !bytes.Equal(got[0].Buf, out[1].Buf) {
+			t.Fatalf("%v: got %v, want only the 10-byte datagram", mode, got)
+		}
+		if b.Stats().Truncated != 1 {
+			t.Fatalf("%v: truncated count %d", mode, b.Stats().Truncated)
+		}
+	}
+}
+
+func TestMmsgWrongFamilyDropped(t *testing.T) {
+	a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{})
+	out := []Message{
+		{Buf: []byte("x"), N: 1, Addr: netip.MustParseAddrPort("[2001:db8::1]:9")},
+		{Buf: []byte("y"), N: 1, Addr: b.LocalAddr()},
+	}
+	if n, err := a.WriteBatch(out); n != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v; want 1 sent", n, err)
+	}
+	if a.Stats().SendDropped != 1 {
+		t.Fatalf("dropped %d", a.Stats().SendDropped)
+	}
+}
+
+func TestMmsgWaitReadDeadlineAndClose(t *testing.T) {
+	for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
+		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+		start := time.Now()
+		if err := a.WaitRead(start.Add(30 * time.Millisecond)); err != nil {
+			t.Fatalf("%v: WaitRead = %v", mode, err)
+		}
+		if waited := time.Since(start); waited < 25*time.Millisecond {
+			t.Fatalf("%v: returned after %v, before the deadline", mode, waited)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.WaitRead(time.Time{}) }()
+		time.Sleep(20 * time.Millisecond)
+		a.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("%v: WaitRead after Close = %v", mode, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%v: Close did not wake WaitRead", mode)
+		}
+		if _, err := a.ReadBatch(makeMsgs(1, 10)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("%v: ReadBatch after Close = %v", mode, err)
+		}
+	}
+}
+
+func TestMmsgAllocs(t *testing.T) {
+	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvSingle} {
+		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+		out := makeMsgs(16, 64)
+		for i := range out {
+			out[i].N, out[i].Addr = 64, b.LocalAddr()
+		}
+		in := makeMsgs(16, 64)
+		allocs := testing.AllocsPerRun(50, func() {
+			if n, err := a.WriteBatch(out); n != len(out) || err != nil {
+				t.Fatal(n, err)
+			}
+			for got := 0; got < len(out); {
+				n, err := b.ReadBatch(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					if err := b.WaitRead(time.Time{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got += n
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per write+read of 16 datagrams, want 0", mode, allocs)
+		}
+	}
+}
+
+func TestMmsgConfigErrors(t *testing.T) {
+	for _, cfg := range []MmsgConfig{{BatchSize: -1}, {BatchSize: 5000}, {Mode: 9}, {TOS: 300}} {
+		if _, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	if _, err := ListenMmsg(netip.AddrPort{}, MmsgConfig{}); err == nil {
+		t.Error("zero address accepted")
+	}
+}
+
+func TestMmsgReusePortAndBuffers(t *testing.T) {
+	cfg := MmsgConfig{ReusePort: true, RecvBuffer: 1 << 20, SendBuffer: 1 << 20, TOS: 0xb8}
+	a, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenMmsg(a.LocalAddr(), cfg)
+	if err != nil {
+		t.Fatalf("second socket on %v with SO_REUSEPORT: %v", a.LocalAddr(), err)
+	}
+	defer b.Close()
+	if s := a.Stats(); s.RecvBufferGot <= 0 || s.SendBufferGot <= 0 {
+		t.Fatalf("buffers not read back: %+v", s)
+	}
+	if a.BufferShortfall(cfg) {
+		t.Logf("kernel granted less than asked (recv %d, send %d)", a.Stats().RecvBufferGot, a.Stats().SendBufferGot)
+	}
+}
