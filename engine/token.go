@@ -46,11 +46,11 @@ type TokenParams struct {
 
 // Errors returned by GenerateConnectToken for bad arguments.
 var (
-	ErrPrivateKeySize   = errors.New("netcode: private key must be 32 bytes")
-	ErrUserDataSize     = errors.New("netcode: user data must be at most 256 bytes")
-	ErrAddressMismatch  = errors.New("netcode: internal addresses must be empty or as many as the public addresses")
-	ErrTokenBase64      = errors.New("netcode: connect token is not base64 of 2048 bytes")
-	ErrExpireOutOfRange = errors.New("netcode: expire seconds put the expiry past 2^64-1")
+	ErrPrivateKeySize  = errors.New("netcode: private key must be 32 bytes")
+	ErrUserDataSize    = errors.New("netcode: user data must be at most 256 bytes")
+	ErrAddressMismatch = errors.New("netcode: internal addresses must be empty or as many as the public addresses")
+	ErrTokenBase64     = errors.New("netcode: connect token is not base64 of 2048 bytes")
+	ErrCreateTime      = errors.New("netcode: token create time must not be before 1970")
 )
 
 // GenerateConnectToken mints a 2048-byte connect token with fresh random
@@ -99,13 +99,14 @@ func GenerateConnectTokenInto(dst []byte, p *TokenParams) error {
 	if now.IsZero() {
 		now = time.Now()
 	}
+	if now.Unix() < 0 {
+		return ErrCreateTime
+	}
 	create := uint64(now.Unix())
-	expire := uint64(math.MaxUint64)
+	expire := uint64(math.MaxUint64) // never expires, as the reference writes it
 	if p.ExpireSeconds >= 0 {
+		// Two non-negative int64s sum to at most 2^64-2: no overflow.
 		expire = create + uint64(p.ExpireSeconds)
-		if expire < create {
-			return ErrExpireOutOfRange
-		}
 	}
 
 	var priv codec.PrivateToken
