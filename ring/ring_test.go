@@ -91,3 +91,81 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("queue push/pop: %v allocations", n)
 	}
 }
+
+func TestSPSCOrderAcrossGoroutines(t *testing.T) {
+	r, err := NewSPSC[uint64](64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSPSC[int](100); err == nil {
+		t.Fatal("capacity 100 accepted")
+	}
+	const total = 200_000
+	done := make(chan error, 1)
+	go func() {
+		next := uint64(0)
+		for spins := 0; next < total && spins < 1<<30; spins++ {
+			if v, ok := r.Pop(); ok {
+				if v != next {
+					done <- errorf("popped %d, want %d", v, next)
+					return
+				}
+				next++
+			}
+		}
+		if next != total {
+			done <- errorf("consumer stopped at %d", next)
+			return
+		}
+		done <- nil
+	}()
+	for i := uint64(0); i < total; {
+		if r.Push(i) {
+			i++
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSPSCFullAndAllocs(t *testing.T) {
+	r, _ := NewSPSC[int](4)
+	for i := range 4 {
+		if !r.Push(i) {
+			t.Fatalf("push %d into a ring of 4 failed", i)
+		}
+	}
+	if r.Push(9) {
+		t.Fatal("push into a full ring succeeded")
+	}
+	if v, ok := r.Pop(); !ok || v != 0 {
+		t.Fatalf("pop = %d, %v", v, ok)
+	}
+	if !r.Push(4) || r.Len() != 4 {
+		t.Fatal("slot freed by pop was not reusable")
+	}
+	if n := testing.AllocsPerRun(100, func() { r.Pop(); r.Push(1) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func BenchmarkSPSC(b *testing.B) {
+	r, _ := NewSPSC[uint64](1024)
+	done := make(chan struct{})
+	go func() {
+		for got := 0; got < b.N; {
+			if _, ok := r.Pop(); ok {
+				got++
+			}
+		}
+		close(done)
+	}()
+	for i := 0; i < b.N; {
+		if r.Push(uint64(i)) {
+			i++
+		}
+	}
+	<-done
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
