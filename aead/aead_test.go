@@ -319,3 +319,14 @@ func BenchmarkPrivateTokenOpen(b *testing.B) {
 func reportPerPacket(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/packet")
 }
+
+func TestReasonOfAllocs(t *testing.T) {
+	var err error = codec.ReasonReplayed
+	if n := testing.AllocsPerRun(100, func() {
+		if codec.ReasonOf(err) != codec.ReasonReplayed {
+			t.Fatal("wrong reason")
+		}
+	}); n != 0 {
+		t.Fatalf("ReasonOf: %v allocations", n)
+	}
+}

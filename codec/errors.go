@@ -73,6 +73,11 @@ func (r DropReason) String() string {
 // ReasonOf returns the DropReason carried by err, or ReasonNone if err is nil
 // or is not a DropReason.
 func ReasonOf(err error) DropReason {
+	// Readers return a bare DropReason: a type assertion finds it without
+	// the allocation errors.As may make on a per-packet path.
+	if r, ok := err.(DropReason); ok {
+		return r
+	}
 	var r DropReason
 	if errors.As(err, &r) {
 		return r
