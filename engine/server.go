@@ -1,0 +1,564 @@
+package engine
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/netcode-go/netcode/aead"
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// Server limits.
+const (
+	// DefaultMaxClients is the slot count when ServerConfig.MaxClients is 0
+	// (the reference's NETCODE_MAX_CLIENTS).
+	DefaultMaxClients = 256
+	// MaxServerClients is the largest MaxClients a server accepts.
+	MaxServerClients = 1 << 16
+	// MaxReceiveQueueLen is the largest per-client receive queue.
+	MaxReceiveQueueLen = 1 << 16
+
+	maxEncryptionMappings = 1 << 20
+	maxTokenReuseEntries  = 1 << 22
+	maxReceiveBuffers     = 1 << 22
+
+	// recvBatchSize and sendBatchSize are the datagrams moved per
+	// ReadBatch / WriteBatch call.
+	recvBatchSize = 64
+	sendBatchSize = 64
+	// maxRecvBatches bounds the batches read from one conn per Update
+	// (64 * 256 datagrams, the reference's SERVER_MAX_RECEIVE_PACKETS), so a
+	// flood on one socket cannot stall timers and sends forever.
+	maxRecvBatches = 256
+)
+
+// DisconnectReason says why a client slot was reset.
+type DisconnectReason uint8
+
+// Disconnect reasons passed to ServerConfig.OnDisconnect.
+const (
+	// DisconnectTimedOut: nothing was received from the client within the
+	// token's timeout.
+	DisconnectTimedOut DisconnectReason = iota + 1
+	// DisconnectClientDisconnected: the client sent a disconnect packet.
+	DisconnectClientDisconnected
+	// DisconnectServerKicked: the application called DisconnectClient or
+	// DisconnectAll.
+	DisconnectServerKicked
+	// DisconnectServerStopped: the server was stopped or closed.
+	DisconnectServerStopped
+	// DisconnectLoopbackClosed: the application called
+	// DisconnectLoopbackClient.
+	DisconnectLoopbackClosed
+)
+
+var disconnectReasonText = [...]string{
+	DisconnectTimedOut:           "timed out",
+	DisconnectClientDisconnected: "client disconnected",
+	DisconnectServerKicked:       "disconnected by server",
+	DisconnectServerStopped:      "server stopped",
+	DisconnectLoopbackClosed:     "loopback client disconnected",
+}
+
+func (r DisconnectReason) String() string {
+	if int(r) < len(disconnectReasonText) && disconnectReasonText[r] != "" {
+		return disconnectReasonText[r]
+	}
+	return fmt.Sprintf("DisconnectReason(%d)", uint8(r))
+}
+
+// ServerConfig configures a Server. Zero values select the defaults noted.
+type ServerConfig struct {
+	// ProtocolID identifies the game; requests for other ids are ignored.
+	ProtocolID uint64
+	// PrivateKey is the 32-byte key shared with the web backend.
+	PrivateKey []byte
+	// PublicAddresses are the server's own addresses as the web backend
+	// writes them into connect tokens (the tokens' internal addresses). A
+	// request is answered only if one of them is in its token. Empty means
+	// the conns' local addresses, which is only possible when none is
+	// unspecified (0.0.0.0, ::) or has port 0.
+	PublicAddresses []netip.AddrPort
+	// MaxClients is the number of client slots: 1 to MaxServerClients
+	// (default DefaultMaxClients).
+	MaxClients int
+	// ReceiveQueueLen is each client's receive queue length, a power of two
+	// up to MaxReceiveQueueLen (default ReceiveQueueSize).
+	ReceiveQueueLen int
+	// ReceiveBuffers is the number of 1200-byte payload buffers shared by
+	// all receive queues (default 4*MaxClients, at least 1024, at most
+	// MaxClients*ReceiveQueueLen). A payload that finds none is dropped.
+	ReceiveBuffers int
+	// MaxEncryptionMappings bounds clients in the middle of a handshake
+	// (default 2*MaxClients, at most 2^20).
+	MaxEncryptionMappings int
+	// TokenReuseTableSize is how many connect tokens the server remembers
+	// to refuse their use from a second address (default 8*MaxClients, at
+	// most 2^22).
+	TokenReuseTableSize int
+	// Logger receives lifecycle events (start, stop, connect, disconnect);
+	// nothing is logged per packet. nil discards.
+	Logger *slog.Logger
+	// OnConnect and OnDisconnect are called on the goroutine that calls
+	// Update (or the API method that caused the event), after the slot has
+	// been set up or reset.
+	OnConnect    func(clientIndex int, clientID uint64)
+	OnDisconnect func(clientIndex int, reason DisconnectReason)
+	// SendLoopbackPacket receives what SendPacket sends to a loopback
+	// client. Required to connect loopback clients.
+	SendLoopbackPacket func(clientIndex int, payload []byte, sequence uint64)
+}
+
+// Errors returned by the Server API.
+var (
+	ErrSlotIndex         = errors.New("netcode: client index out of range")
+	ErrSlotNotConnected  = errors.New("netcode: client slot is not connected")
+	ErrSlotInUse         = errors.New("netcode: client slot is already connected")
+	ErrSlotIsLoopback    = errors.New("netcode: client slot holds a loopback client")
+	ErrSlotNotLoopback   = errors.New("netcode: client slot does not hold a loopback client")
+	ErrClientIDInUse     = errors.New("netcode: a client with this id is already connected")
+	ErrNoLoopbackSender  = errors.New("netcode: ServerConfig.SendLoopbackPacket is nil; loopback clients need it")
+	ErrReceiveQueueFull  = errors.New("netcode: client receive queue or receive buffer pool is full")
+	ErrServerStopped     = errors.New("netcode: server stopped")
+	errNoConns           = errors.New("netcode: server needs at least one conn")
+	errPublicUnspecified = errors.New("netcode: ServerConfig.PublicAddresses is required when a conn is bound to an unspecified address or port 0")
+)
+
+// Server is a netcode dedicated server. It is driven by one goroutine: the
+// owner calls Update(now) in its loop and the API methods from the same
+// goroutine; the server starts no goroutines. Everything the per-packet path
+// touches is allocated by NewServer.
+type Server struct {
+	cfg    ServerConfig
+	log    *slog.Logger
+	conns  []batchio.Conn
+	owned  []batchio.Conn // opened by ListenServer; closed by Close
+	public []netip.AddrPort
+
+	tokenKey     *aead.TokenKey
+	challengeKey *aead.ChallengeKey
+	challengeID  [aead.KeyBytes]byte // the challenge key, kept for tests
+	challengeSeq uint64
+	registry     *sessionRegistry
+
+	slots  []slot
+	part   partition // active slots first, then free ones
+	byAddr oaTable[netip.AddrPort]
+	byID   oaTable[uint64]
+	maps   mappingTable
+	tokens tokenTable
+
+	pool     []byte  // ReceiveBuffers * MaxPayloadBytes
+	freeBufs []int32 // stack of free pool buffers
+
+	rx  []batchio.Message
+	out []sendBatch
+
+	// Scratch for one packet; reused so the per-packet path does not
+	// allocate.
+	rp      codec.ReadParams
+	pkt     codec.Packet
+	priv    codec.PrivateToken
+	chal    codec.ChallengeToken
+	chalBuf [codec.ChallengeTokenBytes]byte
+
+	now     time.Time
+	nowUnix uint64
+	stopped bool
+	stats   ServerStats
+}
+
+// sendBatch is the outgoing datagrams of one conn, flushed with WriteBatch.
+type sendBatch struct {
+	conn batchio.Conn
+	msgs []batchio.Message
+	n    int
+}
+
+func (c *ServerConfig) normalize(conns []batchio.Conn) error {
+	if len(c.PrivateKey) != codec.KeyBytes {
+		return fmt.Errorf("netcode: server config: PrivateKey is %d bytes; want %d", len(c.PrivateKey), codec.KeyBytes)
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.MaxClients < 1 || c.MaxClients > MaxServerClients {
+		return fmt.Errorf("netcode: server config: MaxClients %d; allowed 1 to %d (0 means %d)", c.MaxClients, MaxServerClients, DefaultMaxClients)
+	}
+	if c.ReceiveQueueLen == 0 {
+		c.ReceiveQueueLen = ReceiveQueueSize
+	}
+	if q := c.ReceiveQueueLen; q < 1 || q > MaxReceiveQueueLen || q&(q-1) != 0 {
+		return fmt.Errorf("netcode: server config: ReceiveQueueLen %d; want a power of two from 1 to %d (0 means %d)", q, MaxReceiveQueueLen, ReceiveQueueSize)
+	}
+	if c.ReceiveBuffers == 0 {
+		c.ReceiveBuffers = min(max(4*c.MaxClients, 1024), c.MaxClients*c.ReceiveQueueLen)
+	}
+	if c.ReceiveBuffers < 1 || c.ReceiveBuffers > maxReceiveBuffers {
+		return fmt.Errorf("netcode: server config: ReceiveBuffers %d; allowed 1 to %d (0 means 4*MaxClients)", c.ReceiveBuffers, maxReceiveBuffers)
+	}
+	if c.MaxEncryptionMappings == 0 {
+		c.MaxEncryptionMappings = 2 * c.MaxClients
+	}
+	if c.MaxEncryptionMappings < 1 || c.MaxEncryptionMappings > maxEncryptionMappings {
+		return fmt.Errorf("netcode: server config: MaxEncryptionMappings %d; allowed 1 to %d (0 means 2*MaxClients)", c.MaxEncryptionMappings, maxEncryptionMappings)
+	}
+	if c.TokenReuseTableSize == 0 {
+		c.TokenReuseTableSize = 8 * c.MaxClients
+	}
+	if c.TokenReuseTableSize < 1 || c.TokenReuseTableSize > maxTokenReuseEntries {
+		return fmt.Errorf("netcode: server config: TokenReuseTableSize %d; allowed 1 to %d (0 means 8*MaxClients)", c.TokenReuseTableSize, maxTokenReuseEntries)
+	}
+	if len(conns) == 0 {
+		return errNoConns
+	}
+	for i, conn := range conns {
+		if conn == nil {
+			return fmt.Errorf("netcode: server conn %d is nil", i)
+		}
+	}
+	if len(c.PublicAddresses) == 0 {
+		pub := make([]netip.AddrPort, 0, len(conns))
+		for _, conn := range conns {
+			a := conn.LocalAddr()
+			if !a.IsValid() || a.Addr().IsUnspecified() || a.Port() == 0 {
+				return fmt.Errorf("%w (conn bound to %v)", errPublicUnspecified, a)
+			}
+			pub = append(pub, netip.AddrPortFrom(a.Addr().WithZone(""), a.Port()))
+		}
+		c.PublicAddresses = pub
+	} else {
+		c.PublicAddresses = append([]netip.AddrPort(nil), c.PublicAddresses...)
+	}
+	for i, a := range c.PublicAddresses {
+		if err := codec.CheckAddress(a); err != nil {
+			return fmt.Errorf("netcode: server config: PublicAddresses[%d] %v: %w", i, a, err)
+		}
+		if a.Addr().IsUnspecified() || a.Port() == 0 {
+			return fmt.Errorf("netcode: server config: PublicAddresses[%d] %v is unspecified; want the address clients' tokens name", i, a)
+		}
+	}
+	return nil
+}
+
+// NewServer starts a server on one or more conns, for example an IPv4 and
+// an IPv6 socket: each reply goes out the conn its request came in on. The
+// server does not close conns it was given.
+func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
+	if err := cfg.normalize(conns); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: append([]batchio.Conn(nil), conns...), public: cfg.PublicAddresses}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if s.tokenKey, err = aead.NewTokenKey(cfg.PrivateKey); err != nil {
+		return nil, err
+	}
+	// A new random challenge key per start: challenge sequences restart at
+	// 0, and must never meet a key they were used with.
+	if _, err := rand.Read(s.challengeID[:]); err != nil {
+		return nil, fmt.Errorf("netcode: challenge key: %w", err)
+	}
+	if s.challengeKey, err = aead.NewChallengeKey(s.challengeID[:]); err != nil {
+		return nil, err
+	}
+	s.registry = processSessions()
+
+	n := cfg.MaxClients
+	s.slots = make([]slot, n)
+	for i := range s.slots {
+		if err := s.slots[i].queue.Init(cfg.ReceiveQueueLen); err != nil {
+			return nil, err
+		}
+		s.slots[i].replay.Reset()
+	}
+	s.part.init(n)
+	s.byAddr.init(n, newAddrHash())
+	s.byID.init(n, newIDHash())
+	s.maps.init(cfg.MaxEncryptionMappings)
+	s.tokens.init(cfg.TokenReuseTableSize)
+
+	s.pool = make([]byte, cfg.ReceiveBuffers*codec.MaxPayloadBytes)
+	s.freeBufs = make([]int32, cfg.ReceiveBuffers)
+	for i := range s.freeBufs {
+		s.freeBufs[i] = int32(cfg.ReceiveBuffers - 1 - i)
+	}
+
+	s.rx = make([]batchio.Message, recvBatchSize)
+	rxMem := make([]byte, recvBatchSize*codec.MaxPacketBytes)
+	for i := range s.rx {
+		s.rx[i].Buf = rxMem[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
+	}
+	s.out = make([]sendBatch, len(conns))
+	for c := range s.out {
+		b := &s.out[c]
+		b.conn = conns[c]
+		b.msgs = make([]batchio.Message, sendBatchSize)
+		mem := make([]byte, sendBatchSize*codec.MaxPacketBytes)
+		for i := range b.msgs {
+			b.msgs[i].Buf = mem[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
+		}
+	}
+
+	s.rp = codec.ReadParams{Role: codec.RoleServer, ProtocolID: cfg.ProtocolID, TokenKey: s.tokenKey}
+	s.log.Info("netcode server started",
+		slog.Any("public", s.public), slog.Int("conns", len(conns)),
+		slog.Int("max_clients", n), slog.Uint64("protocol_id", cfg.ProtocolID))
+	return s, nil
+}
+
+// Update reads every datagram waiting on the conns and processes it, sends
+// keep-alives, times out silent clients and stale encryption mappings, then
+// flushes the datagrams it queued. now is the caller's clock; the server
+// never reads the time itself.
+func (s *Server) Update(now time.Time) {
+	if s.stopped {
+		return
+	}
+	s.setNow(now)
+	s.receive(now)
+	s.sendKeepAlives(now)
+	s.checkTimeouts(now)
+	s.maps.expire(now)
+	s.flush()
+}
+
+func (s *Server) setNow(now time.Time) {
+	s.now = now
+	s.nowUnix = unixSeconds(now)
+}
+
+func unixSeconds(t time.Time) uint64 {
+	return uint64(max(t.Unix(), 0))
+}
+
+// receive drains the conns in batches.
+func (s *Server) receive(now time.Time) {
+	for sock, conn := range s.conns {
+		for range maxRecvBatches {
+			n, err := conn.ReadBatch(s.rx)
+			n = min(max(n, 0), len(s.rx))
+			for i := range n {
+				m := &s.rx[i]
+				s.processPacket(sock, m.Buf[:m.N], m.Addr, now)
+			}
+			if err != nil {
+				s.stats.ReadErrors++
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// Stop disconnects every client (NumDisconnectPackets disconnect packets to
+// each network client), resets all slots with DisconnectServerStopped,
+// forgets handshakes in progress and flushes. Afterwards Update does nothing
+// and SendPacket fails; a new server (with a new challenge key) takes over.
+func (s *Server) Stop(now time.Time) {
+	if s.stopped {
+		return
+	}
+	s.setNow(now)
+	for k := s.part.n - 1; k >= 0; k-- {
+		if k >= s.part.n {
+			continue // a callback changed the set
+		}
+		i := int(s.part.items[k])
+		if !s.slots[i].loopback {
+			s.sendDisconnects(i)
+		}
+		s.stats.ServerDisconnects++
+		s.resetSlot(i, DisconnectServerStopped)
+	}
+	s.flush()
+	s.maps.clear()
+	s.tokens.clear()
+	s.stopped = true
+	s.log.Info("netcode server stopped", slog.Any("public", s.public))
+}
+
+// Close stops the server at time.Now() and closes the conns it opened
+// (ListenServer); conns given to NewServer stay open.
+func (s *Server) Close() error {
+	s.Stop(time.Now())
+	var errs []error
+	for _, c := range s.owned {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.owned = nil
+	return errors.Join(errs...)
+}
+
+// Conns returns the server's conns, for the owner's WaitRead.
+func (s *Server) Conns() []batchio.Conn { return s.conns }
+
+// PublicAddresses returns the addresses the server checks tokens against.
+func (s *Server) PublicAddresses() []netip.AddrPort {
+	return append([]netip.AddrPort(nil), s.public...)
+}
+
+// MaxClients returns the number of slots.
+func (s *Server) MaxClients() int { return len(s.slots) }
+
+// NumConnectedClients returns the number of occupied slots.
+func (s *Server) NumConnectedClients() int { return s.part.n }
+
+// Stats returns a copy of the counters.
+func (s *Server) Stats() ServerStats { return s.stats }
+
+// ClientConnected reports whether slot clientIndex holds a client.
+func (s *Server) ClientConnected(clientIndex int) bool {
+	return clientIndex >= 0 && clientIndex < len(s.slots) && s.slots[clientIndex].connected
+}
+
+// ClientID returns the client id in slot clientIndex (0 if empty).
+func (s *Server) ClientID(clientIndex int) uint64 {
+	if !s.ClientConnected(clientIndex) {
+		return 0
+	}
+	return s.slots[clientIndex].clientID
+}
+
+// ClientAddress returns the address of the client in slot clientIndex; it
+// is the zero value for empty slots and loopback clients.
+func (s *Server) ClientAddress(clientIndex int) netip.AddrPort {
+	if !s.ClientConnected(clientIndex) {
+		return netip.AddrPort{}
+	}
+	return s.slots[clientIndex].addr
+}
+
+// ClientUserData returns the 256 bytes of user data from the client's
+// connect token (zero for empty slots).
+func (s *Server) ClientUserData(clientIndex int) [codec.UserDataBytes]byte {
+	if !s.ClientConnected(clientIndex) {
+		return [codec.UserDataBytes]byte{}
+	}
+	return s.slots[clientIndex].userData
+}
+
+// checkSlot returns the connected slot clientIndex or an error saying why
+// there is none.
+func (s *Server) checkSlot(clientIndex int) (*slot, error) {
+	if clientIndex < 0 || clientIndex >= len(s.slots) {
+		return nil, fmt.Errorf("%w: %d; want 0 to %d", ErrSlotIndex, clientIndex, len(s.slots)-1)
+	}
+	sl := &s.slots[clientIndex]
+	if !sl.connected {
+		return nil, fmt.Errorf("%w: %d", ErrSlotNotConnected, clientIndex)
+	}
+	return sl, nil
+}
+
+// SendPacket sends a payload of 1 to 1200 bytes to a connected client. It is
+// sealed straight into the outgoing batch, which Update (or Flush) sends.
+// While the client has not confirmed its slot, a keep-alive goes first so
+// that it learns its client index.
+func (s *Server) SendPacket(clientIndex int, payload []byte) error {
+	if s.stopped {
+		return ErrServerStopped
+	}
+	sl, err := s.checkSlot(clientIndex)
+	if err != nil {
+		return err
+	}
+	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
+		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
+	}
+	if sl.loopback {
+		seq := sl.sequence
+		sl.sequence++
+		s.cfg.SendLoopbackPacket(clientIndex, payload, seq)
+		return nil
+	}
+	if !sl.confirmed {
+		s.sendKeepAlive(clientIndex)
+	}
+	buf := s.outBuf(sl.sock)
+	n, err := codec.WritePayloadPacket(buf, sl.sequence, payload, sl.sendKey)
+	if err != nil {
+		return err
+	}
+	sl.sequence++
+	sl.lastSend = s.now
+	s.commit(sl.sock, n, sl.addr)
+	return nil
+}
+
+// ReceivePacket copies the oldest queued payload from the client into dst
+// and returns its length and sequence. ok is false when nothing is queued.
+// dst should hold codec.MaxPayloadBytes; a longer payload is truncated to
+// len(dst) and n still reports its full length.
+func (s *Server) ReceivePacket(clientIndex int, dst []byte) (n int, sequence uint64, ok bool) {
+	if !s.ClientConnected(clientIndex) {
+		return 0, 0, false
+	}
+	e, ok := s.slots[clientIndex].queue.Pop()
+	if !ok {
+		return 0, 0, false
+	}
+	off := int(e.buf) * codec.MaxPayloadBytes
+	copy(dst, s.pool[off:off+int(e.n)])
+	s.freeBufs = append(s.freeBufs, e.buf)
+	return int(e.n), e.seq, true
+}
+
+// Flush sends the datagrams queued by SendPacket now instead of at the end
+// of the next Update.
+func (s *Server) Flush() { s.flush() }
+
+// outBuf returns the buffer for the next datagram to conn sock, flushing the
+// batch first if it is full.
+func (s *Server) outBuf(sock int) []byte {
+	b := &s.out[sock]
+	if b.n == len(b.msgs) {
+		s.flushConn(sock)
+	}
+	return b.msgs[b.n].Buf
+}
+
+// commit queues the n bytes written into outBuf(sock) for to.
+func (s *Server) commit(sock, n int, to netip.AddrPort) {
+	b := &s.out[sock]
+	m := &b.msgs[b.n]
+	m.N = n
+	m.Addr = to
+	b.n++
+}
+
+func (s *Server) flush() {
+	for sock := range s.out {
+		s.flushConn(sock)
+	}
+}
+
+func (s *Server) flushConn(sock int) {
+	b := &s.out[sock]
+	sent := 0
+	for sent < b.n {
+		n, err := b.conn.WriteBatch(b.msgs[sent:b.n])
+		n = min(max(n, 0), b.n-sent)
+		for _, m := range b.msgs[sent : sent+n] {
+			s.stats.BytesOut += uint64(m.N)
+		}
+		s.stats.PacketsOut += uint64(n)
+		sent += n
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	s.stats.SendFailures += uint64(b.n - sent)
+	b.n = 0
+}

@@ -1,0 +1,356 @@
+package engine
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/netcode-go/netcode/aead"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// mapping is an encryption mapping: the session keys of an address that
+// sent a valid connection request and has not finished the handshake yet.
+// When the handshake completes its keys move into the slot.
+type mapping struct {
+	addr             netip.AddrPort
+	sock             int
+	sendKey, recvKey *aead.PacketKey
+	mac              tokenMAC
+	// expireAt ends the handshake: the token's timeout after the last
+	// request. idle is the timeout itself, measured from lastAccess (the
+	// last packet sent to or decrypted from the address).
+	expireAt   time.Time
+	idle       time.Duration
+	hasTimeout bool
+	lastAccess time.Time
+}
+
+// mappingTable holds the encryption mappings: a preallocated array, an
+// address index and a partition of live and free entries.
+type mappingTable struct {
+	entries []mapping
+	byAddr  oaTable[netip.AddrPort]
+	part    partition
+}
+
+func (t *mappingTable) init(size int) {
+	t.entries = make([]mapping, size)
+	t.byAddr.init(size, newAddrHash())
+	t.part.init(size)
+}
+
+func (m *mapping) expired(now time.Time) bool {
+	return m.hasTimeout && (!now.Before(m.expireAt) || !now.Before(m.lastAccess.Add(m.idle)))
+}
+
+// lookup returns the live mapping for addr, removing it if it expired.
+func (t *mappingTable) lookup(addr netip.AddrPort, now time.Time) (int32, bool) {
+	i, ok := t.byAddr.get(addr)
+	if !ok {
+		return 0, false
+	}
+	if t.entries[i].expired(now) {
+		t.remove(i)
+		return 0, false
+	}
+	return i, true
+}
+
+func (t *mappingTable) remove(i int32) {
+	m := &t.entries[i]
+	t.byAddr.del(m.addr)
+	*m = mapping{}
+	t.part.release(int(i))
+}
+
+// expire removes every expired mapping.
+func (t *mappingTable) expire(now time.Time) {
+	for k := t.part.n - 1; k >= 0; k-- {
+		i := t.part.items[k]
+		if t.entries[i].expired(now) {
+			t.remove(i)
+		}
+	}
+}
+
+func (t *mappingTable) clear() {
+	for t.part.n > 0 {
+		t.remove(t.part.items[t.part.n-1])
+	}
+}
+
+// add creates or refreshes the mapping for addr with the keys of tok. A
+// repeated request with the same token keeps the keys it already made; a
+// different token replaces them. It reports false when the table is full.
+func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToken, mac tokenMAC, protocolID uint64, now time.Time) (int32, bool) {
+	i, ok := t.lookup(addr, now)
+	if !ok {
+		if t.part.full() {
+			return 0, false
+		}
+		i = int32(t.part.takeAny())
+		t.byAddr.put(addr, i)
+		t.entries[i] = mapping{addr: addr}
+	}
+	m := &t.entries[i]
+	if !ok || m.mac != mac {
+		send, err1 := aead.NewPacketKey(tok.ServerToClientKey[:], protocolID)
+		recv, err2 := aead.NewPacketKey(tok.ClientToServerKey[:], protocolID)
+		if err1 != nil || err2 != nil { // cannot happen: keys are 32 bytes
+			t.remove(i)
+			return 0, false
+		}
+		m.sendKey, m.recvKey, m.mac = send, recv, mac
+	}
+	m.sock = sock
+	m.hasTimeout = tok.TimeoutSeconds >= 0
+	m.idle = time.Duration(tok.TimeoutSeconds) * time.Second
+	m.expireAt = now.Add(m.idle)
+	m.lastAccess = now
+	return i, true
+}
+
+// processPacket handles one datagram from a conn. It depends only on the
+// datagram, its source, the conn index and now, so that a future per-core
+// shard can call it on its own batches.
+func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
+	s.setNow(now)
+	s.stats.PacketsIn++
+	s.stats.BytesIn += uint64(len(pkt))
+	rp := &s.rp
+	rp.Now = s.nowUnix
+	if len(pkt) > 0 && pkt[0] == 0 {
+		rp.Key, rp.Replay = nil, nil
+		s.processRequest(sock, pkt, from, now)
+		return
+	}
+
+	// Choose the receive key: the slot's if the address is connected, else
+	// its encryption mapping's, else none (the codec drops the packet).
+	slotIdx, connected := s.byAddr.get(from)
+	mapIdx := int32(-1)
+	switch {
+	case connected:
+		sl := &s.slots[slotIdx]
+		rp.Key, rp.Replay = sl.recvKey, &sl.replay
+	default:
+		rp.Key, rp.Replay = nil, nil
+		if i, ok := s.maps.lookup(from, now); ok {
+			mapIdx = i
+			rp.Key = s.maps.entries[i].recvKey
+		}
+	}
+	p := &s.pkt
+	if err := codec.ReadPacket(pkt, rp, p); err != nil {
+		s.stats.CodecDrops[codec.ReasonOf(err)]++
+		return
+	}
+	if mapIdx >= 0 {
+		s.maps.entries[mapIdx].lastAccess = now
+	}
+
+	switch p.Type {
+	case codec.ConnectionResponse:
+		s.processResponse(sock, from, connected, mapIdx, now)
+	case codec.ConnectionKeepAlive:
+		if !connected {
+			s.stats.Drops[ServerDropNotConnected]++
+			return
+		}
+		sl := &s.slots[slotIdx]
+		sl.confirmed = true
+		sl.lastRecv = now
+	case codec.ConnectionPayload:
+		if !connected {
+			s.stats.Drops[ServerDropNotConnected]++
+			return
+		}
+		sl := &s.slots[slotIdx]
+		sl.confirmed = true
+		sl.lastRecv = now
+		s.enqueue(sl, p.Payload, p.Sequence)
+	case codec.ConnectionDisconnect:
+		if !connected {
+			s.stats.Drops[ServerDropNotConnected]++
+			return
+		}
+		s.stats.ClientDisconnects++
+		s.resetSlot(int(slotIdx), DisconnectClientDisconnected)
+	}
+}
+
+// processRequest runs the standard's connection request checks in order.
+// The codec has done size, version, protocol id, expiry and decryption.
+func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
+	p := &s.pkt
+	if err := codec.ReadPacket(pkt, &s.rp, p); err != nil {
+		s.stats.CodecDrops[codec.ReasonOf(err)]++
+		return
+	}
+	tok := &s.priv
+	if err := codec.ReadPrivateToken(p.PrivateToken, tok); err != nil {
+		r := codec.ReasonOf(err)
+		if r == codec.ReasonNone {
+			r = codec.ReasonTokenUnreadable
+		}
+		s.stats.CodecDrops[r]++
+		return
+	}
+	if !s.ownAddressIn(tok) {
+		s.stats.Drops[ServerDropNotInToken]++
+		return
+	}
+	if _, ok := s.byAddr.get(from); ok {
+		s.stats.Drops[ServerDropAddressConnected]++
+		return
+	}
+	if _, ok := s.byID.get(tok.ClientID); ok {
+		s.stats.Drops[ServerDropClientIDConnected]++
+		return
+	}
+	var mac tokenMAC
+	copy(mac[:], p.PrivateToken[codec.PrivateTokenBytes-codec.MACBytes:])
+	if !s.tokens.findOrAdd(mac, from) {
+		s.stats.Drops[ServerDropTokenReused]++
+		return
+	}
+	if s.part.full() {
+		s.sendDeniedForToken(sock, from, tok, mac, now)
+		return
+	}
+	if !s.registry.reserve(mac, p.ExpireTimestamp, s.nowUnix) {
+		s.stats.Drops[ServerDropRegistryFull]++
+		return
+	}
+	mi, ok := s.maps.add(from, sock, tok, mac, s.cfg.ProtocolID, now)
+	if !ok {
+		s.stats.Drops[ServerDropMappingTableFull]++
+		return
+	}
+	s.sendChallenge(mi, tok, now)
+}
+
+// ownAddressIn reports whether one of the server's public addresses is in
+// the token. IPv4-mapped IPv6 forms compare equal to IPv4.
+func (s *Server) ownAddressIn(tok *codec.PrivateToken) bool {
+	for _, a := range tok.Addresses() {
+		for _, p := range s.public {
+			if a.Port() == p.Port() && a.Addr().Unmap() == p.Addr().Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sendChallenge sends a connection challenge to mapping mi: a challenge
+// token sealed with the server's challenge key and the next challenge
+// sequence, in a packet sealed with the mapping's send key and the global
+// sequence (never a session sequence).
+func (s *Server) sendChallenge(mi int32, tok *codec.PrivateToken, now time.Time) {
+	m := &s.maps.entries[mi]
+	s.chal.ClientID = tok.ClientID
+	s.chal.UserData = tok.UserData
+	if err := codec.WriteChallengeToken(s.chalBuf[:], &s.chal); err != nil {
+		return // cannot happen: the buffer is 300 bytes
+	}
+	cseq := s.challengeSeq
+	s.challengeSeq++
+	if err := s.challengeKey.Seal(s.chalBuf[:], cseq); err != nil {
+		return
+	}
+	buf := s.outBuf(m.sock)
+	n, err := codec.WriteChallengePacket(buf, nextGlobalSequence(), cseq, s.chalBuf[:], m.sendKey)
+	if err != nil {
+		s.stats.SendFailures++
+		return
+	}
+	s.commit(m.sock, n, m.addr)
+	m.lastAccess = now
+	s.stats.ChallengesSent++
+}
+
+// sendDeniedForToken answers a request when the server is full. The packet
+// is sealed with the token's server-to-client key: the mapping's if the
+// address has one for this token, else a key made for this packet.
+func (s *Server) sendDeniedForToken(sock int, to netip.AddrPort, tok *codec.PrivateToken, mac tokenMAC, now time.Time) {
+	if i, ok := s.maps.lookup(to, now); ok && s.maps.entries[i].mac == mac {
+		s.sendDenied(sock, to, s.maps.entries[i].sendKey)
+		return
+	}
+	key, err := aead.NewPacketKey(tok.ServerToClientKey[:], s.cfg.ProtocolID)
+	if err != nil {
+		return
+	}
+	s.sendDenied(sock, to, key)
+}
+
+func (s *Server) sendDenied(sock int, to netip.AddrPort, key *aead.PacketKey) {
+	buf := s.outBuf(sock)
+	n, err := codec.WriteDeniedPacket(buf, nextGlobalSequence(), key)
+	if err != nil {
+		s.stats.SendFailures++
+		return
+	}
+	s.commit(sock, n, to)
+	s.stats.DeniedSent++
+}
+
+// processResponse runs the standard's connection response checks in order.
+// The codec has decrypted the packet with the key of the address (the
+// slot's if it is connected, else its mapping's, mapIdx).
+func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, mapIdx int32, now time.Time) {
+	p := &s.pkt
+	if s.challengeKey.Open(p.ChallengeToken, p.ChallengeSequence) != nil {
+		s.stats.Drops[ServerDropChallengeDecrypt]++
+		return
+	}
+	if codec.ReadChallengeToken(p.ChallengeToken, &s.chal) != nil {
+		s.stats.CodecDrops[codec.ReasonTokenUnreadable]++ // cannot happen: 300 bytes
+		return
+	}
+	if connected {
+		s.stats.Drops[ServerDropAddressConnected]++
+		return
+	}
+	if _, ok := s.byID.get(s.chal.ClientID); ok {
+		s.stats.Drops[ServerDropClientIDConnected]++
+		return
+	}
+	if mapIdx < 0 {
+		return // cannot happen: without a slot or mapping there is no key
+	}
+	m := &s.maps.entries[mapIdx]
+	if s.part.full() {
+		s.sendDenied(sock, from, m.sendKey)
+		return
+	}
+	seq, ok := s.registry.acquire(m.mac)
+	if !ok {
+		s.stats.Drops[ServerDropSessionBusy]++
+		return
+	}
+
+	i := s.part.items[s.part.n] // the free slot occupy takes
+	sl := &s.slots[i]
+	sl.sock = sock
+	sl.addr = from
+	sl.sendKey, sl.recvKey = m.sendKey, m.recvKey
+	sl.mac = m.mac
+	sl.sequence = seq
+	sl.hasTimeout = m.hasTimeout
+	sl.timeout = m.idle
+	sl.confirmed = false
+	sl.loopback = false
+	s.maps.remove(mapIdx)
+	s.occupy(int(i), s.chal.ClientID, &s.chal.UserData)
+	s.byAddr.put(from, i)
+	s.sendKeepAlive(int(i))
+
+	s.log.Info("netcode client connected", slog.Int("client_index", int(i)),
+		slog.Uint64("client_id", sl.clientID), slog.String("address", from.String()))
+	if s.cfg.OnConnect != nil {
+		s.cfg.OnConnect(int(i), sl.clientID)
+	}
+}

@@ -1,0 +1,352 @@
+package engine
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netcode-go/netcode/aead"
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// Test harness for the server: an in-memory conn, a fake clock and a test
+// client ("peer") that builds packets with the codec writers and aead keys.
+
+const srvProtocol = 0x1122334455667788
+
+var (
+	srvAddr  = netip.MustParseAddrPort("10.0.0.1:40000")
+	srvAddr6 = netip.MustParseAddrPort("[2001:db8::1]:40000")
+	srvEpoch = time.Unix(1_700_000_000, 0)
+)
+
+type srvDatagram struct {
+	data []byte
+	addr netip.AddrPort
+}
+
+// srvConn is a batchio.Conn in memory. Tests push datagrams with push; what
+// the server writes is copied into out unless discard is set (allocation
+// tests).
+type srvConn struct {
+	local   netip.AddrPort
+	in      []srvDatagram
+	out     []srvDatagram
+	discard bool
+	refuse  bool // WriteBatch accepts nothing
+	closed  bool
+}
+
+var _ batchio.Conn = (*srvConn)(nil)
+
+func (c *srvConn) push(from netip.AddrPort, pkt []byte) {
+	c.in = append(c.in, srvDatagram{append([]byte(nil), pkt...), from})
+}
+
+func (c *srvConn) ReadBatch(msgs []batchio.Message) (int, error) {
+	n := 0
+	for n < len(msgs) && len(c.in) > 0 {
+		d := c.in[0]
+		c.in = c.in[1:]
+		msgs[n].N = copy(msgs[n].Buf, d.data)
+		msgs[n].Addr = d.addr
+		n++
+	}
+	return n, nil
+}
+
+func (c *srvConn) WaitRead(time.Time) error { return nil }
+
+func (c *srvConn) WriteBatch(msgs []batchio.Message) (int, error) {
+	if c.refuse {
+		return 0, nil
+	}
+	if !c.discard {
+		for _, m := range msgs {
+			c.out = append(c.out, srvDatagram{append([]byte(nil), m.Buf[:m.N]...), m.Addr})
+		}
+	}
+	return len(msgs), nil
+}
+
+func (c *srvConn) LocalAddr() netip.AddrPort { return c.local }
+func (c *srvConn) Close() error              { c.closed = true; return nil }
+
+type srvDisconnect struct {
+	index  int
+	reason DisconnectReason
+}
+
+type srvHarness struct {
+	t           *testing.T
+	s           *Server
+	conns       []*srvConn
+	now         time.Time
+	connects    []int
+	disconnects []srvDisconnect
+}
+
+// newSrvHarness starts a server on one in-memory conn per local address
+// (srvAddr if none). cfg.PrivateKey and ProtocolID default to the test ones.
+func newSrvHarness(t *testing.T, cfg ServerConfig, locals ...netip.AddrPort) *srvHarness {
+	t.Helper()
+	if len(locals) == 0 {
+		locals = []netip.AddrPort{srvAddr}
+	}
+	h := &srvHarness{t: t, now: srvEpoch}
+	if cfg.PrivateKey == nil {
+		cfg.PrivateKey = testPrivateKey
+	}
+	if cfg.ProtocolID == 0 {
+		cfg.ProtocolID = srvProtocol
+	}
+	if cfg.MaxClients == 0 {
+		cfg.MaxClients = 4
+	}
+	cfg.OnConnect = func(i int, _ uint64) { h.connects = append(h.connects, i) }
+	cfg.OnDisconnect = func(i int, r DisconnectReason) { h.disconnects = append(h.disconnects, srvDisconnect{i, r}) }
+	conns := make([]batchio.Conn, len(locals))
+	for i, a := range locals {
+		c := &srvConn{local: a}
+		h.conns = append(h.conns, c)
+		conns[i] = c
+	}
+	s, err := NewServer(cfg, conns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	return h
+}
+
+// step advances the clock and runs Update.
+func (h *srvHarness) step(d time.Duration) {
+	h.now = h.now.Add(d)
+	h.s.Update(h.now)
+}
+
+// deliver queues pkt from from on conn sock and runs Update at the current
+// time.
+func (h *srvHarness) deliver(sock int, from netip.AddrPort, pkt []byte) {
+	h.conns[sock].push(from, pkt)
+	h.s.Update(h.now)
+}
+
+// sent returns and forgets what the server wrote on conn sock to addr.
+func (h *srvHarness) sent(sock int, to netip.AddrPort) [][]byte {
+	var got [][]byte
+	keep := h.conns[sock].out[:0]
+	for _, d := range h.conns[sock].out {
+		if d.addr == to {
+			got = append(got, d.data)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	h.conns[sock].out = keep
+	return got
+}
+
+func (h *srvHarness) drops(r ServerDropReason) uint64 {
+	st := h.s.Stats()
+	return st.Drops[r]
+}
+
+func (h *srvHarness) codecDrops(r codec.DropReason) uint64 {
+	st := h.s.Stats()
+	return st.CodecDrops[r]
+}
+
+// srvPeer is a test client of the harness's server.
+type srvPeer struct {
+	h     *srvHarness
+	addr  netip.AddrPort
+	sock  int
+	token []byte
+	ct    codec.ConnectToken
+	seal  *aead.PacketKey // client to server
+	open  *aead.PacketKey // server to client
+	seq   uint64
+
+	challengeSeq uint64
+	challenge    [codec.ChallengeTokenBytes]byte
+	index        int
+}
+
+// srvToken mints a token for the harness's server; edit adjusts the
+// parameters first.
+func (h *srvHarness) srvToken(clientID uint64, edit func(*TokenParams)) []byte {
+	h.t.Helper()
+	p := TokenParams{
+		ProtocolID:      srvProtocol,
+		PrivateKey:      testPrivateKey,
+		ClientID:        clientID,
+		PublicAddresses: []netip.AddrPort{srvAddr},
+		ExpireSeconds:   30,
+		TimeoutSeconds:  5,
+		UserData:        []byte("user data"),
+		Now:             h.now,
+	}
+	if edit != nil {
+		edit(&p)
+	}
+	tok, err := GenerateConnectToken(p)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tok
+}
+
+func (h *srvHarness) peer(addr string, clientID uint64, edit func(*TokenParams)) *srvPeer {
+	return h.peerWithToken(addr, h.srvToken(clientID, edit))
+}
+
+func (h *srvHarness) peerWithToken(addr string, token []byte) *srvPeer {
+	h.t.Helper()
+	p := &srvPeer{h: h, addr: netip.MustParseAddrPort(addr), token: token, index: -1}
+	if err := codec.ReadConnectToken(token, &p.ct); err != nil {
+		h.t.Fatal(err)
+	}
+	var err error
+	if p.seal, err = aead.NewPacketKey(p.ct.ClientToServerKey[:], p.ct.ProtocolID); err != nil {
+		h.t.Fatal(err)
+	}
+	if p.open, err = aead.NewPacketKey(p.ct.ServerToClientKey[:], p.ct.ProtocolID); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func (p *srvPeer) request() []byte {
+	buf := make([]byte, codec.RequestPacketBytes)
+	if _, err := codec.WriteRequestPacket(buf, p.ct.ProtocolID, p.ct.ExpireTimestamp, p.ct.Nonce[:], p.ct.PrivateData[:]); err != nil {
+		p.h.t.Fatal(err)
+	}
+	return buf
+}
+
+func (p *srvPeer) next() uint64 { s := p.seq; p.seq++; return s }
+
+func (p *srvPeer) response() []byte {
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := codec.WriteResponsePacket(buf, p.next(), p.challengeSeq, p.challenge[:], p.seal)
+	if err != nil {
+		p.h.t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func (p *srvPeer) keepAlive() []byte {
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := codec.WriteKeepAlivePacket(buf, p.next(), 0, 0, p.seal)
+	if err != nil {
+		p.h.t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func (p *srvPeer) payload(b []byte) []byte {
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := codec.WritePayloadPacket(buf, p.next(), b, p.seal)
+	if err != nil {
+		p.h.t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func (p *srvPeer) disconnect() []byte {
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := codec.WriteDisconnectPacket(buf, p.next(), p.seal)
+	if err != nil {
+		p.h.t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+// send delivers pkt from the peer and returns the decoded replies to it.
+func (p *srvPeer) send(pkt []byte) []codec.Packet {
+	p.h.deliver(p.sock, p.addr, pkt)
+	return p.received()
+}
+
+// received decodes what the server sent to the peer since the last call.
+// Every datagram must decrypt with the token's server-to-client key.
+func (p *srvPeer) received() []codec.Packet {
+	p.h.t.Helper()
+	var out []codec.Packet
+	for _, raw := range p.h.sent(p.sock, p.addr) {
+		pkt, err := p.decode(raw)
+		if err != nil {
+			p.h.t.Fatalf("server sent %d bytes that do not decode with the client's key: %v", len(raw), err)
+		}
+		out = append(out, pkt)
+	}
+	return out
+}
+
+func (p *srvPeer) decode(raw []byte) (codec.Packet, error) {
+	var pkt codec.Packet
+	rp := codec.ReadParams{Role: codec.RoleClient, ProtocolID: p.ct.ProtocolID, Key: p.open}
+	if err := codec.ReadPacket(append([]byte(nil), raw...), &rp, &pkt); err != nil {
+		return pkt, err
+	}
+	if pkt.Type == codec.ConnectionChallenge {
+		p.challengeSeq = pkt.ChallengeSequence
+		copy(p.challenge[:], pkt.ChallengeToken)
+	}
+	if pkt.Type == codec.ConnectionKeepAlive {
+		p.index = int(pkt.ClientIndex)
+	}
+	return pkt, nil
+}
+
+// expectTypes fails unless pkts have exactly the types want.
+func srvExpectTypes(t *testing.T, what string, pkts []codec.Packet, want ...codec.PacketType) {
+	t.Helper()
+	if len(pkts) != len(want) {
+		t.Fatalf("%s: got %d packets %v, want %v", what, len(pkts), srvTypes(pkts), want)
+	}
+	for i := range want {
+		if pkts[i].Type != want[i] {
+			t.Fatalf("%s: got %v, want %v", what, srvTypes(pkts), want)
+		}
+	}
+}
+
+func srvTypes(pkts []codec.Packet) []codec.PacketType {
+	var ts []codec.PacketType
+	for _, p := range pkts {
+		ts = append(ts, p.Type)
+	}
+	return ts
+}
+
+// challenge sends a request and expects a challenge.
+func (p *srvPeer) challenged() {
+	p.h.t.Helper()
+	srvExpectTypes(p.h.t, "reply to request", p.send(p.request()), codec.ConnectionChallenge)
+}
+
+// connect runs the handshake and returns the client index.
+func (p *srvPeer) connect() int {
+	p.h.t.Helper()
+	p.challenged()
+	srvExpectTypes(p.h.t, "reply to response", p.send(p.response()), codec.ConnectionKeepAlive)
+	if !p.h.s.ClientConnected(p.index) || p.h.s.ClientAddress(p.index) != p.addr {
+		p.h.t.Fatalf("slot %d not connected to %v", p.index, p.addr)
+	}
+	if c := p.h.connects; len(c) == 0 || c[len(c)-1] != p.index {
+		p.h.t.Fatalf("OnConnect events %v; want the last for slot %d", c, p.index)
+	}
+	return p.index
+}
+
+// srvSequence returns the sequence number of an encrypted packet.
+func srvSequence(raw []byte) uint64 {
+	n := int(raw[0] >> 4)
+	var b [8]byte
+	copy(b[:], raw[1:1+n])
+	return binary.LittleEndian.Uint64(b[:])
+}

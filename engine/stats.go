@@ -1,0 +1,106 @@
+package engine
+
+import "github.com/netcode-go/netcode/codec"
+
+// ServerDropReason says why the server ignored a datagram that passed the
+// codec's checks (codec.DropReason covers those that did not).
+type ServerDropReason uint8
+
+// Server drop reasons.
+const (
+	ServerDropNone ServerDropReason = iota
+	// ServerDropNotInToken: none of the server's public addresses is in the
+	// connect token.
+	ServerDropNotInToken
+	// ServerDropAddressConnected: a request or response from an address
+	// that already has a client slot.
+	ServerDropAddressConnected
+	// ServerDropClientIDConnected: the token's client id already has a slot.
+	ServerDropClientIDConnected
+	// ServerDropTokenReused: the connect token was first used from another
+	// address.
+	ServerDropTokenReused
+	// ServerDropRegistryFull: the process-wide session registry is full of
+	// unexpired tokens.
+	ServerDropRegistryFull
+	// ServerDropSessionBusy: another live session in this process uses the
+	// token (or its registry entry was lost), so a new one could repeat
+	// nonces.
+	ServerDropSessionBusy
+	// ServerDropMappingTableFull: no room for another encryption mapping.
+	ServerDropMappingTableFull
+	// ServerDropChallengeDecrypt: a response's challenge token did not
+	// decrypt with the server's challenge key.
+	ServerDropChallengeDecrypt
+	// ServerDropNotConnected: a keep-alive, payload or disconnect from an
+	// address with an encryption mapping but no slot yet.
+	ServerDropNotConnected
+	// ServerDropQueueFull: the client's receive queue is full.
+	ServerDropQueueFull
+	// ServerDropPoolEmpty: every receive buffer of the server is in use.
+	ServerDropPoolEmpty
+
+	// NumServerDropReasons sizes per-reason counter arrays.
+	NumServerDropReasons
+)
+
+var serverDropText = [NumServerDropReasons]string{
+	ServerDropNone:              "no drop",
+	ServerDropNotInToken:        "server address not in connect token",
+	ServerDropAddressConnected:  "address already connected",
+	ServerDropClientIDConnected: "client id already connected",
+	ServerDropTokenReused:       "connect token already used from another address",
+	ServerDropRegistryFull:      "session registry full of unexpired tokens",
+	ServerDropSessionBusy:       "connect token in use by another session",
+	ServerDropMappingTableFull:  "encryption mapping table full",
+	ServerDropChallengeDecrypt:  "challenge token failed to decrypt",
+	ServerDropNotConnected:      "packet from an address that is not connected",
+	ServerDropQueueFull:         "client receive queue full",
+	ServerDropPoolEmpty:         "receive buffer pool empty",
+}
+
+func (r ServerDropReason) String() string {
+	if r < NumServerDropReasons {
+		return serverDropText[r]
+	}
+	return "unknown"
+}
+
+// ServerStats are a server's counters since it was created. Stats returns a
+// copy.
+type ServerStats struct {
+	// PacketsIn and BytesIn count every datagram read from the conns.
+	PacketsIn, BytesIn uint64
+	// PacketsOut and BytesOut count datagrams the conns accepted.
+	PacketsOut, BytesOut uint64
+	// SendFailures counts datagrams a conn did not accept.
+	SendFailures uint64
+	// ReadErrors counts ReadBatch errors.
+	ReadErrors uint64
+
+	// CodecDrops counts datagrams the codec rejected, by reason; it also
+	// counts private tokens that could not be read.
+	CodecDrops [codec.NumDropReasons]uint64
+	// Drops counts datagrams the server ignored after decoding, by reason.
+	Drops [NumServerDropReasons]uint64
+
+	ChallengesSent uint64 // connection challenge packets sent
+	DeniedSent     uint64 // connection denied packets sent (server full)
+	Connects       uint64 // clients given a slot (network and loopback)
+	Timeouts       uint64 // slots reset because the client went silent
+	// ClientDisconnects counts disconnect packets from clients;
+	// ServerDisconnects counts slots reset by the application or Stop.
+	ClientDisconnects, ServerDisconnects uint64
+}
+
+// Dropped returns the number of incoming datagrams dropped for any reason.
+func (s ServerStats) Dropped() uint64 {
+	var n uint64
+	for _, c := range s.CodecDrops {
+		n += c
+	}
+	for _, c := range s.Drops {
+		n += c
+	}
+	return n
+}
