@@ -1,0 +1,184 @@
+//go:build linux
+
+package bench
+
+import (
+	"crypto/rand"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/engine"
+)
+
+const testProtocolID = 0x1122334455667788
+
+// startTestEcho runs an echo server on a loopback port; the cleanup stops
+// it and waits for its goroutine.
+func startTestEcho(t *testing.T, key []byte, maxClients int) (*EchoServer, netip.AddrPort) {
+	t.Helper()
+	conn, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEchoServer(EchoConfig{Server: engine.ServerConfig{
+		ProtocolID: testProtocolID, PrivateKey: key, MaxClients: maxClients,
+	}}, conn)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run() }()
+	t.Cleanup(func() {
+		e.Stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		conn.Close()
+	})
+	return e, conn.LocalAddr()
+}
+
+func testKey(t *testing.T) []byte {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// TestEndToEnd runs a few real clients against the echo server on loopback
+// for about a second: every client connects, nothing is lost, and every
+// echo is timed.
+func TestEndToEnd(t *testing.T) {
+	const clients, rate = 4, 50
+	key := testKey(t)
+	echo, addr := startTestEcho(t, key, clients)
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Close()
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != clients {
+		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+	start := time.Now().Add(150 * time.Millisecond)
+	const d = time.Second
+	load.BeginWindow(rate, start, d)
+	time.Sleep(time.Until(start.Add(d + 500*time.Millisecond))) // window + drain
+	tot := load.Totals()
+	if tot.Connected != clients {
+		t.Errorf("connected %d; want %d", tot.Connected, clients)
+	}
+	if want := uint64(clients * rate); tot.Sent != want {
+		t.Errorf("sent %d in a %v window at %d Hz x %d; want %d", tot.Sent, d, rate, clients, want)
+	}
+	if tot.Lost() != 0 || tot.Received != tot.Sent || tot.Bad != 0 || tot.Duplicates != 0 {
+		t.Errorf("sent %d received %d lost %d bad %d dups %d; want no loss", tot.Sent, tot.Received, tot.Lost(), tot.Bad, tot.Duplicates)
+	}
+	if got := tot.Hist.TotalCount(); got != int64(tot.Received) {
+		t.Errorf("histogram holds %d values; want one per echo (%d)", got, tot.Received)
+	}
+	if p := PercentilesOf(tot.Hist); p.P50 <= 0 || p.Max < p.P99 {
+		t.Errorf("percentiles %+v", p)
+	}
+	c := echo.Counters()
+	if c.Connected != clients || c.Echoed < tot.Received {
+		t.Errorf("server connected %d echoed %d; want %d and at least %d", c.Connected, c.Echoed, clients, tot.Received)
+	}
+	if err := load.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := load.ClientsWithLoss(); n != 0 {
+		t.Errorf("%d clients lost payloads", n)
+	}
+}
+
+// TestHandshakeLoad: clients connect, disconnect and reconnect with their
+// tokens over and over; each handshake is counted and timed.
+func TestHandshakeLoad(t *testing.T) {
+	const clients = 2
+	key := testKey(t)
+	echo, addr := startTestEcho(t, key, clients)
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, Mode: LoadHandshake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load.Start()
+	load.BeginWindow(0, time.Now(), 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for load.Totals().Handshakes < 10 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	tot := load.Totals()
+	if err := load.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tot.Handshakes < 10 || tot.Failures != 0 {
+		t.Fatalf("%d handshakes, %d failures; want at least 10 and none", tot.Handshakes, tot.Failures)
+	}
+	if tot.Hist.TotalCount() != int64(tot.Handshakes) {
+		t.Fatalf("histogram holds %d values for %d handshakes", tot.Hist.TotalCount(), tot.Handshakes)
+	}
+	if load.EverConnected() != clients {
+		t.Fatalf("%d clients connected at least once; want %d", load.EverConnected(), clients)
+	}
+	if c := echo.Counters(); c.Connects < tot.Handshakes {
+		t.Fatalf("server counted %d connects for %d handshakes", c.Connects, tot.Handshakes)
+	}
+}
+
+// TestFlooderDropped: the flooder's requests reach the server and are all
+// dropped, while a client stays connected.
+func TestFlooderDropped(t *testing.T) {
+	key := testKey(t)
+	echo, addr := startTestEcho(t, key, 1)
+	f, err := NewFlooder(addr, testProtocolID, netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.Run()
+	deadline := time.Now().Add(5 * time.Second)
+	for echo.Counters().Dropped < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.Stop()
+	c := echo.Counters()
+	if c.Dropped < 100 || c.Connects != 0 {
+		t.Fatalf("server dropped %d requests, connected %d; want at least 100 and none", c.Dropped, c.Connects)
+	}
+	if f.Sent() < c.Dropped {
+		t.Fatalf("flooder sent %d, server dropped %d", f.Sent(), c.Dropped)
+	}
+	reasons := echo.DropReasons()
+	if len(reasons) == 0 {
+		t.Fatal("no drop reasons")
+	}
+	t.Logf("drop reasons: %v", reasons)
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	addr := netip.MustParseAddrPort("127.0.0.1:1")
+	key := make([]byte, 32)
+	tests := []struct {
+		name string
+		cfg  LoadConfig
+	}{
+		{"no server", LoadConfig{PrivateKey: key, Clients: 1, PayloadBytes: 100}},
+		{"no clients", LoadConfig{Server: addr, PrivateKey: key, PayloadBytes: 100}},
+		{"payload too small", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: StampBytes - 1}},
+		{"payload too big", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 1201}},
+		{"bad key", LoadConfig{Server: addr, PrivateKey: key[:16], Clients: 1, PayloadBytes: 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if l, err := NewLoad(tt.cfg); err == nil {
+				l.Close()
+				t.Fatal("NewLoad accepted it")
+			}
+		})
+	}
+}

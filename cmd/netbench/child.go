@@ -1,0 +1,265 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netcode-go/netcode/bench"
+)
+
+// The server child: netbench re-executes itself with -server-child to run
+// the echo server in its own process (own core, own GC, own allocation
+// and CPU accounting). The parent passes the key and protocol id in the
+// environment and drives the child over its stdin with one command per
+// line; the child answers each with one JSON line on stdout:
+//
+//	(start)  -> {"addr": "127.0.0.1:40000"}
+//	begin    -> {}                       start of a measurement window
+//	end      -> {"window": {...}}        the window's bench.ServerWindow
+//	(EOF)    -> the child stops its server and exits
+const (
+	envKey      = "NETBENCH_KEY"
+	envProtocol = "NETBENCH_PROTOCOL"
+)
+
+type childReply struct {
+	Addr   string              `json:"addr,omitempty"`
+	Window *bench.ServerWindow `json:"window,omitempty"`
+	Err    string              `json:"err,omitempty"`
+}
+
+// serverChild is the parent's handle on the child.
+type serverChild struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	dec  *json.Decoder
+	addr netip.AddrPort
+}
+
+func startChild(o *options, cpus []int) (*serverChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	args := []string{"-server-child",
+		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
+		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6)}
+	if len(cpus) > 0 {
+		args = append(args, "-server-cpus", joinInts(cpus))
+	}
+	if o.cpuProfile != "" {
+		args = append(args, "-cpuprofile", o.cpuProfile)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(),
+		envKey+"="+hex.EncodeToString(o.key),
+		envProtocol+"="+strconv.FormatUint(o.protocolID, 16))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server child: %w", err)
+	}
+	c := &serverChild{cmd: cmd, in: in, dec: json.NewDecoder(out)}
+	r, err := c.reply()
+	if err == nil {
+		c.addr, err = netip.ParseAddrPort(r.Addr)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("server child: %w", err)
+	}
+	return c, nil
+}
+
+func (c *serverChild) reply() (*childReply, error) {
+	var r childReply
+	if err := c.dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("read from server child: %w", err)
+	}
+	if r.Err != "" {
+		return nil, errors.New(r.Err)
+	}
+	return &r, nil
+}
+
+func (c *serverChild) command(cmd string) (*childReply, error) {
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		return nil, fmt.Errorf("write to server child: %w", err)
+	}
+	return c.reply()
+}
+
+// Begin starts a measurement window in the child.
+func (c *serverChild) Begin() error {
+	_, err := c.command("begin")
+	return err
+}
+
+// End ends the window and returns what the child measured.
+func (c *serverChild) End() (*bench.ServerWindow, error) {
+	r, err := c.command("end")
+	if err != nil {
+		return nil, err
+	}
+	if r.Window == nil {
+		return nil, errors.New("server child sent no window")
+	}
+	return r.Window, nil
+}
+
+// Close tells the child to stop and waits for it (killing it after 5 s).
+func (c *serverChild) Close() error {
+	c.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		c.cmd.Process.Kill()
+		return <-done
+	}
+}
+
+// runServerChild is the child's main.
+func runServerChild(o *options) error {
+	enc := json.NewEncoder(os.Stdout)
+	fail := func(err error) error {
+		_ = enc.Encode(childReply{Err: err.Error()})
+		return err
+	}
+	if o.serverCPUs != "" {
+		cpus, err := parseInts(o.serverCPUs)
+		if err != nil {
+			return fail(err)
+		}
+		if err := pinProcess(cpus, 0); err != nil {
+			return fail(err)
+		}
+	}
+	var err error
+	if o.key, err = hex.DecodeString(os.Getenv(envKey)); err != nil {
+		return fail(fmt.Errorf("%s: %w", envKey, err))
+	}
+	if o.protocolID, err = strconv.ParseUint(os.Getenv(envProtocol), 16, 64); err != nil {
+		return fail(fmt.Errorf("%s: %w", envProtocol, err))
+	}
+	addr := netip.MustParseAddrPort("127.0.0.1:0")
+	if o.ipv6 {
+		addr = netip.MustParseAddrPort("[::1]:0")
+	}
+	srv, err := startEchoServer(o, addr)
+	if err != nil {
+		return fail(err)
+	}
+	defer srv.close()
+	if err := enc.Encode(childReply{Addr: srv.conn.LocalAddr().String()}); err != nil {
+		return err
+	}
+	var begin mark
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case "begin":
+			begin = takeMark(srv.echo)
+			err = enc.Encode(childReply{})
+		case "end":
+			end := takeMark(srv.echo)
+			w := serverWindow(&begin, &end)
+			w.ReceiveMode, w.Batch = srv.conn.Mode().String(), srv.conn.BatchSize()
+			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
+			w.CPUs, _ = parseInts(o.serverCPUs)
+			w.DropReasons = srv.echo.DropReasons()
+			err = enc.Encode(childReply{Window: w})
+		default:
+			err = enc.Encode(childReply{Err: fmt.Sprintf("unknown command %q", sc.Text())})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// mark is a process's counters at one instant.
+type mark struct {
+	at      time.Time
+	cpu     int64
+	mallocs uint64
+	gc      uint32
+	c       bench.EchoCounters
+}
+
+func takeMark(e *bench.EchoServer) mark {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return mark{
+		at:      time.Now(),
+		cpu:     ru.Utime.Nano() + ru.Stime.Nano(),
+		mallocs: ms.Mallocs,
+		gc:      ms.NumGC,
+		c:       e.Counters(),
+	}
+}
+
+func serverWindow(b, e *mark) *bench.ServerWindow {
+	return &bench.ServerWindow{
+		WindowS:    e.at.Sub(b.at).Seconds(),
+		PacketsIn:  e.c.PacketsIn - b.c.PacketsIn,
+		PacketsOut: e.c.PacketsOut - b.c.PacketsOut,
+		Echoed:     e.c.Echoed - b.c.Echoed,
+		Dropped:    e.c.Dropped - b.c.Dropped,
+		CPUNanos:   e.cpu - b.cpu,
+		Mallocs:    e.mallocs - b.mallocs,
+		GCCycles:   e.gc - b.gc,
+		Connected:  e.c.Connected,
+		Connects:   e.c.Connects - b.c.Connects,
+	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var v []int
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		v = append(v, x)
+	}
+	return v, nil
+}

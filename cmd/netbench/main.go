@@ -1,0 +1,263 @@
+//go:build linux
+
+// Command netbench measures a netcode server: it starts an echo server
+// (in a child process pinned to its own core) and a load of real netcode
+// clients, and reports round-trip latency percentiles, loss, throughput and
+// the server's CPU and allocations per packet.
+//
+//	go run ./cmd/netbench                      # 256 clients, 60 Hz, 100 B, 10 s
+//	go run ./cmd/netbench -sweep -json r.json  # highest sustained rate
+//	go run ./cmd/netbench -mode handshake      # connections per second
+//	go run ./cmd/netbench -mode flood          # bad requests while clients play
+//	go run ./cmd/netbench -serve 127.0.0.1:40000 -key HEX -protocol HEX
+//	go run ./cmd/netbench -target 127.0.0.1:40000 -key HEX -protocol HEX
+//	go run ./cmd/netbench -plot runs.svg a.json b.json
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// defaultProtocolID is the protocol id when -protocol is not given.
+const defaultProtocolID = 0x6e6574626e6368 // "netbnch"
+
+type options struct {
+	clients  int
+	rate     float64
+	size     int
+	duration time.Duration
+	step     time.Duration
+	connect  time.Duration
+	shards   int
+	batch    int
+	recv     string
+	ipv6     bool
+	jsonPath string
+	hgrmPath string
+	plotPath string
+	keyHex   string
+	protoHex string
+	sweep    bool
+	mode     string
+	serve    string
+	target   string
+	label    string
+	quiet    bool
+
+	child      bool
+	serverCPUs string
+	cpuProfile string
+
+	files      []string // extra arguments: JSON files to plot
+	recvMode   batchio.RecvMode
+	key        []byte
+	protocolID uint64
+}
+
+// durationValue is a flag that takes a Go duration ("10s", "1m") or a
+// plain number of seconds ("10", "2.5").
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		*v.d = time.Duration(f * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 10s or a number of seconds")
+	}
+	*v.d = d
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{duration: 10 * time.Second, step: 2 * time.Second, connect: 15 * time.Second}
+	fs := flag.NewFlagSet("netbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.clients, "clients", 256, "number of clients (each has its own socket); with -serve, the server's slots")
+	fs.Float64Var(&o.rate, "rate", 60, "payloads per second per client (the starting rate of a -sweep)")
+	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d; the first %d carry the send time and sequence)", 16, codec.MaxPayloadBytes, 16))
+	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
+	fs.Var(durationValue{&o.step}, "step", "measurement time of each -sweep step")
+	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
+	fs.IntVar(&o.shards, "shards", 1, "server shards (recorded; the engine server has no shard option yet)")
+	fs.IntVar(&o.batch, "batch", 64, "server socket batch size (datagrams per system call, 1 to 1024)")
+	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block, xnet or single")
+	fs.BoolVar(&o.ipv6, "ipv6", false, "use IPv6 loopback (::1) instead of 127.0.0.1")
+	fs.StringVar(&o.jsonPath, "json", "", "write the result as JSON to `FILE`")
+	fs.StringVar(&o.hgrmPath, "hgrm", "", "write the latency distribution in HdrHistogram's .hgrm text format to `FILE`")
+	fs.StringVar(&o.plotPath, "plot", "", "write a latency-by-percentile chart to `FILE.svg`; with JSON files as arguments, plot those instead of running")
+	fs.StringVar(&o.keyHex, "key", "", "32-byte private key as 64 hex digits (default: random; required with -serve and -target)")
+	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
+	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
+	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted")
+	fs.StringVar(&o.target, "target", "", "load an already running server at `ADDR` instead of starting one")
+	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load process to `FILE` and of the server child to FILE.server")
+	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
+	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: netbench [flags] [result.json ...]\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Name == "server-child" || f.Name == "server-cpus" {
+				return // hidden
+			}
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s", f.Name, name, usage)
+			if f.DefValue != "" && f.DefValue != "false" {
+				fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
+			}
+			fmt.Fprintln(fs.Output())
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.files = fs.Args()
+	return o, o.check()
+}
+
+// check validates the options and decodes the derived fields.
+func (o *options) check() error {
+	var err error
+	if o.recvMode, err = batchio.ParseRecvMode(o.recv); err != nil {
+		return fmt.Errorf("-recv: %w", err)
+	}
+	if o.child {
+		return nil // the key and protocol come from the environment
+	}
+	if len(o.files) > 0 && o.plotPath == "" {
+		return fmt.Errorf("unexpected arguments %q: JSON files are only read with -plot", o.files)
+	}
+	switch o.mode {
+	case "echo", "handshake", "flood":
+	default:
+		return fmt.Errorf("-mode %q: want echo, handshake or flood", o.mode)
+	}
+	if o.sweep && o.mode == "handshake" {
+		return errors.New("-sweep works with -mode echo or flood, not handshake")
+	}
+	if o.clients < 1 || o.clients > 1<<16 {
+		return fmt.Errorf("-clients %d: want 1 to 65536", o.clients)
+	}
+	if o.rate <= 0 || o.rate > 1e6 {
+		return fmt.Errorf("-rate %g: want more than 0 and at most 1000000 per client", o.rate)
+	}
+	if o.size < 16 || o.size > codec.MaxPayloadBytes {
+		return fmt.Errorf("-size %d: want 16 to %d bytes", o.size, codec.MaxPayloadBytes)
+	}
+	if o.duration <= 0 || o.step <= 0 || o.connect <= 0 {
+		return errors.New("-duration, -step and -connect-timeout must be positive")
+	}
+	if o.batch < 1 || o.batch > 1024 {
+		return fmt.Errorf("-batch %d: want 1 to 1024", o.batch)
+	}
+	if o.shards < 1 {
+		return fmt.Errorf("-shards %d: want at least 1", o.shards)
+	}
+	if o.serve != "" && o.target != "" {
+		return errors.New("-serve and -target exclude each other")
+	}
+	if (o.serve != "" || o.target != "") && (o.keyHex == "" || o.protoHex == "") {
+		return errors.New("-serve and -target need -key and -protocol (the server's and the load's must match)")
+	}
+	if o.keyHex == "" {
+		o.key = make([]byte, codec.KeyBytes)
+		if _, err := rand.Read(o.key); err != nil {
+			return err
+		}
+	} else if o.key, err = hex.DecodeString(o.keyHex); err != nil || len(o.key) != codec.KeyBytes {
+		return fmt.Errorf("-key: want %d hex digits (a %d-byte key)", 2*codec.KeyBytes, codec.KeyBytes)
+	}
+	o.protocolID = defaultProtocolID
+	if o.protoHex != "" {
+		s := strings.TrimPrefix(strings.TrimPrefix(o.protoHex, "0x"), "0X")
+		if o.protocolID, err = strconv.ParseUint(s, 16, 64); err != nil {
+			return fmt.Errorf("-protocol %q: want up to 16 hex digits", o.protoHex)
+		}
+	}
+	return nil
+}
+
+func main() {
+	run()
+	os.Exit(exitCode)
+}
+
+func run() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netbench:", err)
+		exitCode = 2
+		return
+	}
+	if o.cpuProfile != "" {
+		path := o.cpuProfile
+		if o.child {
+			path += ".server"
+		}
+		stop, err := startProfile(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			exitCode = 1
+			return
+		}
+		defer stop()
+	}
+	switch {
+	case o.child:
+		err = runServerChild(o)
+	case o.plotPath != "" && len(o.files) > 0:
+		err = plotFiles(o.plotPath, o.files)
+	case o.serve != "":
+		err = runServe(o)
+	default:
+		err = runBench(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netbench:", err)
+		exitCode = 1
+	}
+}
+
+// exitCode is set by main's deferred-friendly error path: main returns
+// normally (running its defers, such as the CPU profile's) and run exits.
+var exitCode int
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

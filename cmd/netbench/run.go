@@ -1,0 +1,538 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/netcode-go/netcode/bench"
+)
+
+// Run timing.
+const (
+	// drainTime is how long the clients keep listening after they stop
+	// sending, so that echoes in flight are not counted as lost.
+	drainTime = 300 * time.Millisecond
+	// windowLead is how far ahead a window's start is announced: idle
+	// clients wake at least every engine.PacketSendInterval to see it.
+	windowLead = 150 * time.Millisecond
+	// Sweep limits: a step is sustained when loss and p99 stay under these
+	// and the clients sent at least sweepMinOffered of the target rate.
+	sweepMaxLoss    = 0.01
+	sweepMaxP99     = 10 * time.Millisecond
+	sweepMinOffered = 0.95
+	// sweepMaxSteps bounds a sweep; sweepResolution is when it stops
+	// bisecting (next bad rate / last good rate).
+	sweepMaxSteps   = 14
+	sweepResolution = 1.1
+)
+
+// runner holds one benchmark run's parts.
+type runner struct {
+	o        *options
+	out      io.Writer // progress lines
+	child    *serverChild
+	load     *bench.Load
+	server   netip.AddrPort
+	stop     chan struct{}
+	loadCPUs []int
+
+	floodSent uint64  // requests the last flood sent
+	floodS    float64 // and for how long
+}
+
+func runBench(o *options) error {
+	r := &runner{o: o, out: os.Stderr, stop: make(chan struct{})}
+	if o.quiet {
+		r.out = io.Discard
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			close(r.stop)
+		}
+	}()
+
+	extra := 0
+	if o.mode == "flood" {
+		extra = 1 // the flooder's own P
+	}
+	if o.target != "" {
+		addr, err := netip.ParseAddrPort(o.target)
+		if err != nil {
+			return fmt.Errorf("-target %q: want host:port: %w", o.target, err)
+		}
+		r.server = addr
+		if cpus, err := allowedCPUs(); err == nil {
+			r.loadCPUs = cpus
+		}
+	} else {
+		loadCPUs, serverCPUs, err := splitCPUs()
+		if err != nil {
+			return err
+		}
+		if len(serverCPUs) == 1 && len(loadCPUs) >= 1 && loadCPUs[0] != serverCPUs[0] {
+			if err := pinProcess(loadCPUs, extra); err != nil {
+				return err
+			}
+			r.loadCPUs = loadCPUs
+		} else {
+			serverCPUs = nil // one CPU: nothing to separate
+		}
+		child, err := startChild(o, serverCPUs)
+		if err != nil {
+			return err
+		}
+		defer child.Close()
+		r.child, r.server = child, child.addr
+	}
+
+	mode := bench.LoadEcho
+	if o.mode == "handshake" {
+		mode = bench.LoadHandshake
+	}
+	load, err := bench.NewLoad(bench.LoadConfig{
+		Server:       r.server,
+		PrivateKey:   o.key,
+		ProtocolID:   o.protocolID,
+		Clients:      o.clients,
+		PayloadBytes: o.size,
+		Mode:         mode,
+	})
+	if err != nil {
+		return err
+	}
+	r.load = load
+	defer load.Close()
+
+	started := time.Now()
+	var res *bench.Result
+	var hist *bench.LoadTotals
+	switch {
+	case o.mode == "handshake":
+		res, hist, err = r.runHandshake()
+	case o.sweep:
+		res, hist, err = r.runSweep()
+	default:
+		res, hist, err = r.runEcho()
+	}
+	if err != nil {
+		return err
+	}
+	res.Started = started.UTC().Format(time.RFC3339)
+	if err := load.Close(); err != nil {
+		return err
+	}
+	return r.output(res, hist)
+}
+
+// connect starts the clients and waits for them.
+func (r *runner) connect() (int, error) {
+	t0 := time.Now()
+	r.load.Start()
+	n := r.load.WaitConnected(r.o.connect, r.stop)
+	fmt.Fprintf(r.out, "connected %d of %d clients to %v in %v\n", n, r.o.clients, r.server, time.Since(t0).Round(time.Millisecond))
+	if n == 0 {
+		return 0, fmt.Errorf("no client connected to %v within %v (check -key/-protocol and that the server is up)", r.server, r.o.connect)
+	}
+	return n, nil
+}
+
+// window is one measurement: the load's totals over the time the clients
+// sent, and what the server measured over the same window.
+type window struct {
+	tot    bench.LoadTotals
+	sendS  float64
+	server *bench.ServerWindow
+	target float64 // pps asked for
+	rate   float64
+}
+
+func (r *runner) beginServer() error {
+	if r.child == nil {
+		return nil
+	}
+	return r.child.Begin()
+}
+
+func (r *runner) endServer() (*bench.ServerWindow, error) {
+	if r.child == nil {
+		return nil, nil
+	}
+	return r.child.End()
+}
+
+// measure runs the clients at rate for d (or until interrupted), printing
+// a progress line each second when progress is set; during, if not nil,
+// runs while the clients send and returns the function that ends it.
+func (r *runner) measure(rate float64, d time.Duration, progress bool, during func() func()) (*window, error) {
+	if err := r.beginServer(); err != nil {
+		return nil, err
+	}
+	start := time.Now().Add(windowLead)
+	r.load.BeginWindow(rate, start, d)
+	time.Sleep(time.Until(start))
+	var undo func()
+	if during != nil {
+		undo = during()
+	}
+	r.tick(start, d, progress)
+	if undo != nil {
+		undo()
+	}
+	r.load.SetRate(0) // at once if interrupted; else the window has ended
+	sendS := min(time.Since(start), d).Seconds()
+	time.Sleep(drainTime)
+	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
+	var err error
+	w.server, err = r.endServer()
+	return w, err
+}
+
+// tick waits d from t0, printing progress lines once a second. The loss it
+// prints counts only payloads sent at least a second ago.
+func (r *runner) tick(t0 time.Time, d time.Duration, progress bool) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	var prevSent, prevRecv uint64
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-end.C:
+			return
+		case now := <-t.C:
+			if !progress {
+				continue
+			}
+			tot := r.load.Totals()
+			loss := 0.0
+			if prevSent > 0 && tot.Received < prevSent {
+				loss = float64(prevSent-tot.Received) / float64(prevSent)
+			}
+			p99 := bench.PercentilesOf(tot.Hist).P99
+			extra := ""
+			if r.o.mode == "handshake" {
+				extra = fmt.Sprintf("  handshakes/s %6d", tot.Handshakes-prevRecv)
+				prevRecv = tot.Handshakes
+			} else {
+				extra = fmt.Sprintf("  pps %8d  loss %.4f%%", tot.Received-prevRecv, 100*loss)
+				prevRecv = tot.Received
+			}
+			fmt.Fprintf(r.out, "%5.1fs  connected %5d%s  p99 %8.1f µs\n",
+				now.Sub(t0).Seconds(), tot.Connected, extra, p99)
+			prevSent = tot.Sent
+		}
+	}
+}
+
+// result turns a window into a report.
+func (r *runner) result(mode string, w *window) *bench.Result {
+	o := r.o
+	res := &bench.Result{
+		Mode:         mode,
+		Target:       r.server.String(),
+		Clients:      o.clients,
+		Connected:    w.tot.Connected,
+		PayloadBytes: o.size,
+		RateHz:       w.rate,
+		TargetPPS:    w.target,
+		Sent:         w.tot.Sent,
+		Received:     w.tot.Received,
+		Lost:         w.tot.Lost(),
+		Duplicates:   w.tot.Duplicates,
+		Reordered:    w.tot.Reordered,
+		SendLag:      w.tot.SendLag,
+		LossRatio:    w.tot.LossRatio(),
+		Latency:      "echo",
+		RTT:          bench.PercentilesOf(w.tot.Hist),
+		DurationS:    w.sendS,
+		ReceiveMode:  o.recv,
+		Shards:       o.shards,
+		Batch:        o.batch,
+		IPv6:         o.ipv6,
+
+		LoadGOMAXPROCS: runtime.GOMAXPROCS(0),
+		LoadCPUs:       r.loadCPUs,
+		GoVersion:      runtime.Version(),
+		Curve:          bench.Curve(w.tot.Hist),
+	}
+	if w.sendS > 0 {
+		res.OfferedPPS = float64(w.tot.Sent) / w.sendS
+		res.DeliveredPPS = float64(w.tot.Received) / w.sendS
+	}
+	if r.o.target != "" {
+		res.ReceiveMode, res.Batch, res.Shards = "unknown", 0, 0 // the target's own
+	}
+	res.SetServer(w.server)
+	res.Label = o.label
+	if res.Label == "" {
+		res.Label = fmt.Sprintf("%s %s %dB %dc", mode, res.ReceiveMode, o.size, o.clients)
+	}
+	return res
+}
+
+func (r *runner) runEcho() (*bench.Result, *bench.LoadTotals, error) {
+	n, err := r.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	var during func() func()
+	if r.o.mode == "flood" {
+		during = r.flood
+	}
+	w, err := r.measure(r.o.rate, r.o.duration, true, during)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := r.result(r.o.mode, w)
+	res.Connected = min(res.Connected, n)
+	if r.o.mode == "flood" {
+		r.floodResult(res, w)
+	}
+	return res, &w.tot, nil
+}
+
+// flood starts a flooder and returns the function that stops it.
+func (r *runner) flood() func() {
+	bind := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	if !r.server.Addr().Unmap().Is4() {
+		bind = netip.IPv6Loopback()
+	}
+	f, err := bench.NewFlooder(r.server, r.o.protocolID, bind)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netbench: flood:", err)
+		return nil
+	}
+	go f.Run()
+	t0 := time.Now()
+	return func() {
+		f.Stop()
+		r.floodSent, r.floodS = f.Sent(), time.Since(t0).Seconds()
+	}
+}
+
+func (r *runner) floodResult(res *bench.Result, w *window) {
+	if r.floodS > 0 {
+		v := float64(r.floodSent) / r.floodS
+		res.FloodSentPPS = &v
+	}
+	if w.server != nil && w.server.WindowS > 0 {
+		v := float64(w.server.Dropped) / w.server.WindowS
+		res.ServerDropsPerS = &v
+	}
+}
+
+func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {
+	if err := r.beginServer(); err != nil {
+		return nil, nil, err
+	}
+	r.load.Start()
+	t0 := time.Now()
+	r.load.BeginWindow(0, t0, 0)
+	r.tick(t0, r.o.duration, true)
+	tot := r.load.Totals()
+	sendS := time.Since(t0).Seconds()
+	server, err := r.endServer()
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &window{tot: tot, sendS: sendS, server: server}
+	res := r.result("handshake", w)
+	res.Latency = "handshake"
+	res.Connected = r.load.EverConnected()
+	hs := float64(tot.Handshakes) / sendS
+	res.HandshakesPerS = &hs
+	if server != nil && server.Connects > 0 {
+		// Per handshake rather than per packet: that is the unit here.
+		cpu := float64(server.CPUNanos) / float64(server.Connects)
+		allocs := float64(server.Mallocs) / float64(server.Connects)
+		res.ServerCPUNsPerPacket, res.ServerAllocsPerPacket = &cpu, &allocs
+	}
+	return res, &w.tot, nil
+}
+
+// runSweep raises the per-client rate (doubling from -rate, then bisecting
+// between the last sustained and the first failed rate) and reports the
+// best sustained step.
+func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
+	if _, err := r.connect(); err != nil {
+		return nil, nil, err
+	}
+	var during func() func()
+	if r.o.mode == "flood" {
+		during = r.flood
+	}
+	var (
+		steps     []bench.Step
+		best      *window
+		good      = 0.0 // highest sustained rate
+		bad       = 0.0 // lowest failed rate (0: none yet)
+		rate      = r.o.rate
+		lastTried *window
+	)
+	for i := 0; i < sweepMaxSteps; i++ {
+		select {
+		case <-r.stop:
+			i = sweepMaxSteps
+			continue
+		default:
+		}
+		w, err := r.measure(rate, r.o.step, false, during)
+		if err != nil {
+			return nil, nil, err
+		}
+		lastTried = w
+		st := stepOf(w)
+		steps = append(steps, st)
+		fmt.Fprintf(r.out, "step %2d: %7.0f Hz x %d = %9.0f pps target, %9.0f offered, %9.0f delivered, loss %.4f%%, p99 %8.1f µs  %s\n",
+			i+1, rate, w.tot.Connected, st.TargetPPS, st.OfferedPPS, st.DeliveredPPS, 100*st.LossRatio, st.P99Micros, verdict(st))
+		if st.Sustained {
+			good, best = rate, w
+		} else {
+			bad = rate
+		}
+		switch {
+		case bad == 0:
+			rate *= 2
+		case good == 0:
+			rate /= 2
+			if rate < 1 {
+				i = sweepMaxSteps
+			}
+		default:
+			if bad/good <= sweepResolution {
+				i = sweepMaxSteps
+			}
+			rate = (good + bad) / 2
+		}
+	}
+	if best == nil {
+		best = lastTried
+	}
+	if best == nil {
+		return nil, nil, errors.New("sweep interrupted before its first step")
+	}
+	res := r.result("sweep", best)
+	res.Steps = steps
+	maxPPS := 0.0
+	if good > 0 {
+		maxPPS = float64(best.tot.Received) / best.sendS
+	}
+	res.MaxSustainedPPS = &maxPPS
+	if r.o.mode == "flood" {
+		r.floodResult(res, best)
+	}
+	return res, &best.tot, nil
+}
+
+func stepOf(w *window) bench.Step {
+	p := bench.PercentilesOf(w.tot.Hist)
+	st := bench.Step{
+		RateHz:    w.rate,
+		TargetPPS: w.target,
+		LossRatio: w.tot.LossRatio(),
+		P99Micros: p.P99,
+	}
+	if w.sendS > 0 {
+		st.OfferedPPS = float64(w.tot.Sent) / w.sendS
+		st.DeliveredPPS = float64(w.tot.Received) / w.sendS
+	}
+	switch {
+	case st.LossRatio > sweepMaxLoss:
+		st.Why = "loss > 1%"
+	case p.P99 > float64(sweepMaxP99.Microseconds()):
+		st.Why = "p99 > 10 ms"
+	case st.OfferedPPS < sweepMinOffered*st.TargetPPS:
+		st.Why = "load generator could not offer the rate"
+	default:
+		st.Sustained = true
+	}
+	return st
+}
+
+func verdict(s bench.Step) string {
+	if s.Sustained {
+		return "ok"
+	}
+	return s.Why
+}
+
+// output prints the summary and writes the requested files.
+func (r *runner) output(res *bench.Result, tot *bench.LoadTotals) error {
+	if err := res.WriteSummary(os.Stdout); err != nil {
+		return err
+	}
+	if r.o.jsonPath != "" {
+		if err := res.WriteJSONFile(r.o.jsonPath); err != nil {
+			return err
+		}
+	}
+	if r.o.hgrmPath != "" {
+		if err := writeFile(r.o.hgrmPath, func(w io.Writer) error { return bench.WriteHgrm(w, tot.Hist) }); err != nil {
+			return err
+		}
+	}
+	if r.o.plotPath != "" {
+		title := fmt.Sprintf("netcode %s latency by percentile", res.Latency)
+		series := []bench.PlotSeries{{Label: res.Label, Points: res.Curve}}
+		if err := writeFile(r.o.plotPath, func(w io.Writer) error { return bench.WritePlotSVG(w, title, series) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plotFiles is -plot FILE.svg a.json b.json ...: one line per run.
+func plotFiles(path string, files []string) error {
+	var series []bench.PlotSeries
+	latency := ""
+	for _, f := range files {
+		res, err := bench.ReadResultFile(f)
+		if err != nil {
+			return err
+		}
+		label := res.Label
+		if label == "" {
+			label = strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+		}
+		series = append(series, bench.PlotSeries{Label: label, Points: res.Curve})
+		if latency == "" {
+			latency = res.Latency
+		}
+	}
+	title := fmt.Sprintf("netcode %s latency by percentile", latency)
+	return writeFile(path, func(w io.Writer) error { return bench.WritePlotSVG(w, title, series) })
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
