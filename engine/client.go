@@ -17,13 +17,13 @@ import (
 
 const (
 	// clientReadBatch is how many datagrams one ReadBatch may return.
-	clientReadBatch = 64
+	clientReadBatch = 16
 	// clientMaxReadBatches bounds how many batches one Update drains from
 	// each conn, so a flood cannot keep Update from reaching its timers.
 	clientMaxReadBatches = 64
 	// clientSendBatch is how many outgoing datagrams are collected before a
 	// WriteBatch; it holds a whole Disconnect burst.
-	clientSendBatch = 32
+	clientSendBatch = 16
 	// clientTokenHistory is how many distinct client-to-server keys a Client
 	// remembers the next send sequence of (see Connect).
 	clientTokenHistory = 32

@@ -170,6 +170,8 @@ type Server struct {
 	now     time.Time
 	nowUnix uint64
 	stopped bool
+	// lastScan is when the per-slot timers last ran (see timerScanInterval).
+	lastScan time.Time
 	stats   ServerStats
 }
 
@@ -324,11 +326,22 @@ func (s *Server) Update(now time.Time) {
 	}
 	s.setNow(now)
 	s.receive(now)
-	s.sendKeepAlives(now)
-	s.checkTimeouts(now)
-	s.maps.expire(now)
+	// The timer scans touch every connected slot; a busy server calls Update
+	// thousands of times a second, and 10 Hz keep-alives and timeouts in
+	// seconds don't need more than one scan per timerScanInterval.
+	if d := now.Sub(s.lastScan); d >= timerScanInterval || d < 0 {
+		s.lastScan = now
+		s.sendKeepAlives(now)
+		s.checkTimeouts(now)
+		s.maps.expire(now)
+	}
 	s.flush()
 }
+
+// timerScanInterval is the most often Update scans the slots for
+// keep-alives, timeouts and expired encryption mappings. It bounds how late a
+// keep-alive can be (a tenth of the 10 Hz interval).
+const timerScanInterval = PacketSendInterval / 10
 
 func (s *Server) setNow(now time.Time) {
 	s.now = now
