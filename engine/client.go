@@ -140,6 +140,7 @@ type Client struct {
 	cfg   ClientConfig
 	log   *slog.Logger
 	conns []batchio.Conn
+	owned []batchio.Conn // opened by DialClient; closed by Close
 
 	state    ClientState
 	loopback bool
@@ -247,7 +248,12 @@ func (c *Client) Stats() ClientStats { return c.stats }
 // open: they belong to the caller.
 func (c *Client) Close() error {
 	c.reset(Disconnected)
-	return nil
+	var errs []error
+	for _, conn := range c.owned {
+		errs = append(errs, conn.Close())
+	}
+	c.owned = nil
+	return errors.Join(errs...)
 }
 
 // Connect starts connecting with a 2048-byte connect token: it checks the
