@@ -172,7 +172,7 @@ type Server struct {
 	stopped bool
 	// lastScan is when the per-slot timers last ran (see timerScanInterval).
 	lastScan time.Time
-	stats   ServerStats
+	stats    ServerStats
 }
 
 // sendBatch is the outgoing datagrams of one conn, flushed with WriteBatch.

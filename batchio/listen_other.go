@@ -1,0 +1,14 @@
+//go:build !linux
+
+package batchio
+
+import "net/netip"
+
+// Listen opens the fastest socket this system has: outside Linux the
+// portable UDPConn, one system call per datagram.
+func Listen(addr netip.AddrPort, cfg MmsgConfig) (Conn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return ListenUDP(addr, UDPConfig{RecvBuffer: cfg.RecvBuffer, SendBuffer: cfg.SendBuffer})
+}
