@@ -169,3 +169,49 @@ func BenchmarkSPSC(b *testing.B) {
 	<-done
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
+
+func TestSPSCInPlace(t *testing.T) {
+	type entry struct {
+		n    int
+		data [64]byte
+	}
+	r, _ := NewSPSC[entry](8)
+	const total = 50_000
+	done := make(chan error, 1)
+	go func() {
+		for next := 0; next < total; {
+			e, ok := r.Front()
+			if !ok {
+				continue
+			}
+			if e.n != next || e.data[0] != byte(next) || e.data[63] != byte(next>>8) {
+				done <- errorf("item %d: n=%d data %d/%d", next, e.n, e.data[0], e.data[63])
+				return
+			}
+			r.Release()
+			next++
+		}
+		done <- nil
+	}()
+	for i := 0; i < total; {
+		e, ok := r.Reserve()
+		if !ok {
+			continue
+		}
+		e.n, e.data[0], e.data[63] = i, byte(i), byte(i>>8)
+		r.Commit()
+		i++
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if _, ok := r.Reserve(); !ok {
+			t.Fatal("empty ring has no room")
+		}
+		r.Commit()
+	}
+	if _, ok := r.Reserve(); ok {
+		t.Fatal("full ring reserved a slot")
+	}
+}

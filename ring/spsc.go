@@ -70,3 +70,42 @@ func (r *SPSC[T]) Pop() (T, bool) {
 	r.head.Store(h + 1) // hands the slot back to the producer
 	return v, true
 }
+
+// Reserve returns the next free slot for the producer to fill in place, or
+// false when the ring is full. The item becomes visible to the consumer at
+// Commit. Producer only.
+func (r *SPSC[T]) Reserve() (*T, bool) {
+	t := r.tail.Load()
+	if t-r.cachedHead == uint64(len(r.items)) {
+		r.cachedHead = r.head.Load()
+		if t-r.cachedHead == uint64(len(r.items)) {
+			return nil, false
+		}
+	}
+	return &r.items[t&r.mask], true
+}
+
+// Commit publishes the slot returned by the last Reserve. Producer only.
+func (r *SPSC[T]) Commit() {
+	r.tail.Store(r.tail.Load() + 1)
+}
+
+// Front returns the oldest item in place, or false when the ring is empty.
+// It stays valid until Release. Consumer only.
+func (r *SPSC[T]) Front() (*T, bool) {
+	h := r.head.Load()
+	if h == r.cachedTail {
+		r.cachedTail = r.tail.Load()
+		if h == r.cachedTail {
+			return nil, false
+		}
+	}
+	return &r.items[h&r.mask], true
+}
+
+// Release hands the slot returned by Front back to the producer. Consumer
+// only. The slot is not cleared: items that hold pointers should be
+// overwritten by the producer or cleared by the consumer.
+func (r *SPSC[T]) Release() {
+	r.head.Store(r.head.Load() + 1)
+}
