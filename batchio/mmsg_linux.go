@@ -61,9 +61,15 @@ type MmsgConn struct {
 	pollFn func(fd uintptr)
 	waited bool
 	ready  bool
-	pfd    [1]unix.PollFd
+	pfd    [2]unix.PollFd
 	block  time.Duration
-	lastDL time.Time
+
+	// Wake support: wakePending is set by Wake (any goroutine) and
+	// consumed by WaitRead; efd is an eventfd that wakes RecvBlock's poll.
+	wakePending atomic.Bool
+	efd         int
+	one         [8]byte
+	drain       [8]byte
 
 	// Send state: owner goroutine only.
 	whdrs  []unix.Mmsghdr
@@ -145,6 +151,13 @@ func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
 		udp.Close()
 		return nil, errors.Join(err, optErr)
 	}
+	c.efd = -1
+	if cfg.Mode == RecvBlock {
+		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+			udp.Close()
+			return nil, fmt.Errorf("batchio: eventfd: %w", err)
+		}
+	}
 	c.init()
 	return c, nil
 }
@@ -218,7 +231,33 @@ func (c *MmsgConn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	return c.udp.Close()
+	err := c.udp.Close() // waits for a poll in progress to return
+	if c.efd >= 0 {
+		unix.Close(c.efd)
+	}
+	return err
+}
+
+// aLongTimeAgo is a read deadline that has passed: setting it makes a
+// parked read return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Wake makes a WaitRead in progress, or the next one, return promptly. It
+// may be called from any goroutine: it is how an application that queued
+// work for a parked socket owner (a server shard) gets its attention.
+func (c *MmsgConn) Wake() {
+	if c.wakePending.Swap(true) {
+		return // a wake is already on its way
+	}
+	if c.closed.Load() {
+		return
+	}
+	if c.efd >= 0 {
+		c.one[0] = 1
+		syscall.RawSyscall(unix.SYS_WRITE, uintptr(c.efd), uintptr(unsafe.Pointer(&c.one[0])), 8)
+		return
+	}
+	c.udp.SetReadDeadline(aLongTimeAgo)
 }
 
 func mapErr(err error) error {
@@ -344,12 +383,9 @@ func (c *MmsgConn) readXNet(msgs []Message) (int, error) {
 	if !c.readable() {
 		return 0, nil
 	}
-	if !c.lastDL.IsZero() {
-		// An expired WaitRead deadline would fail x/net's read at once.
-		if err := c.udp.SetReadDeadline(time.Time{}); err != nil {
-			return 0, mapErr(err)
-		}
-		c.lastDL = time.Time{}
+	// An expired WaitRead or Wake deadline would fail x/net's read at once.
+	if err := c.udp.SetReadDeadline(time.Time{}); err != nil {
+		return 0, mapErr(err)
 	}
 	for i := range msgs {
 		c.xmsgs[i].Buffers[0] = msgs[i].Buf
@@ -363,6 +399,9 @@ func (c *MmsgConn) readXNet(msgs []Message) (int, error) {
 		n, err = c.x4.ReadBatch(c.xmsgs[:len(msgs)], 0)
 	}
 	c.stats.recvCalls.Add(1)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil // a concurrent Wake
+	}
 	if err != nil {
 		return 0, mapErr(err)
 	}
@@ -409,10 +448,14 @@ func (c *MmsgConn) pollNow(fd uintptr) {
 // is the point of RecvBlock.
 func (c *MmsgConn) pollBlock(fd uintptr) {
 	c.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	c.pfd[1] = unix.PollFd{Fd: int32(c.efd), Events: unix.POLLIN}
 	ts := unix.NsecToTimespec(int64(c.block))
-	r, _, e := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&c.pfd[0])), 1,
+	r, _, e := syscall.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&c.pfd[0])), 2,
 		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 	c.ready = e == 0 && r > 0
+	if c.ready && c.pfd[1].Revents != 0 {
+		syscall.RawSyscall(unix.SYS_READ, uintptr(c.efd), uintptr(unsafe.Pointer(&c.drain[0])), 8)
+	}
 }
 
 // waitOnce makes RawConn.Read park once on the netpoller: it is called
@@ -436,13 +479,18 @@ func (c *MmsgConn) WaitRead(deadline time.Time) error {
 	}
 	c.stats.waits.Add(1)
 	if c.mode == RecvBlock {
+		if c.wakePending.Swap(false) {
+			return nil
+		}
 		return c.waitBlock(deadline)
 	}
-	if !deadline.Equal(c.lastDL) {
-		if err := c.udp.SetReadDeadline(deadline); err != nil {
-			return mapErr(err)
-		}
-		c.lastDL = deadline
+	// Set the deadline first, then look for a wake: a Wake that lands
+	// between the two moves the deadline into the past after ours.
+	if err := c.udp.SetReadDeadline(deadline); err != nil {
+		return mapErr(err)
+	}
+	if c.wakePending.Swap(false) {
+		return nil
 	}
 	c.waited = false
 	err := c.rc.Read(c.waitFn)
@@ -470,7 +518,7 @@ func (c *MmsgConn) waitBlock(deadline time.Time) error {
 		if err := c.rc.Control(fn); err != nil {
 			return mapErr(err)
 		}
-		if c.ready {
+		if c.ready || c.wakePending.Swap(false) {
 			return nil
 		}
 	}

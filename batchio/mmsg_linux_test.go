@@ -183,3 +183,36 @@ func TestMmsgReusePortAndBuffers(t *testing.T) {
 		t.Logf("kernel granted less than asked (recv %d, send %d)", a.Stats().RecvBufferGot, a.Stats().SendBufferGot)
 	}
 }
+
+func TestMmsgWake(t *testing.T) {
+	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvXNet, RecvSingle} {
+		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+		for round := range 3 {
+			done := make(chan error, 1)
+			go func() { done <- a.WaitRead(time.Now().Add(5 * time.Second)) }()
+			time.Sleep(5 * time.Millisecond)
+			start := time.Now()
+			a.Wake()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v round %d: %v", mode, round, err)
+				}
+				if d := time.Since(start); d > time.Second {
+					t.Fatalf("%v round %d: woke after %v", mode, round, d)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatalf("%v round %d: Wake did not wake WaitRead", mode, round)
+			}
+			// A wake before the wait makes the wait return at once, and
+			// reads still work after a wake.
+			a.Wake()
+			if err := a.WaitRead(time.Now().Add(5 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.ReadBatch(makeMsgs(4, 100)); err != nil {
+				t.Fatalf("%v: ReadBatch after Wake: %v", mode, err)
+			}
+		}
+	}
+}
