@@ -33,8 +33,8 @@ func (s *Server) ConnectLoopbackClient(clientIndex int, clientID uint64, userDat
 	if len(userData) > codec.UserDataBytes {
 		return fmt.Errorf("%w, got %d", ErrUserDataSize, len(userData))
 	}
-	if _, ok := s.byID.get(clientID); ok {
-		return fmt.Errorf("%w: %d", ErrClientIDInUse, clientID)
+	if err := s.adm.claimIndex(clientIndex, clientID); err != nil {
+		return err
 	}
 	var ud [codec.UserDataBytes]byte
 	copy(ud[:], userData)

@@ -146,12 +146,15 @@ type Server struct {
 	challengeSeq uint64
 	registry     *sessionRegistry
 
+	// slots may be shared with other shards: this server touches only the
+	// slots it admitted (listed in active) and takes and frees them through
+	// adm, which holds the global state (client ids, used tokens, free
+	// slots).
 	slots  []slot
-	part   partition // active slots first, then free ones
+	adm    *admission
+	active partition // this server's connected slots first
 	byAddr oaTable[netip.AddrPort]
-	byID   oaTable[uint64]
 	maps   mappingTable
-	tokens tokenTable
 
 	pool     []byte  // ReceiveBuffers * MaxPayloadBytes
 	freeBufs []int32 // stack of free pool buffers
@@ -255,6 +258,28 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 	if err := cfg.normalize(conns); err != nil {
 		return nil, err
 	}
+	slots, err := newSlots(cfg.MaxClients, cfg.ReceiveQueueLen)
+	if err != nil {
+		return nil, err
+	}
+	return newServer(cfg, conns, slots, newAdmission(cfg.MaxClients, cfg.TokenReuseTableSize))
+}
+
+// newSlots allocates the client slots.
+func newSlots(n, queueLen int) ([]slot, error) {
+	slots := make([]slot, n)
+	for i := range slots {
+		if err := slots[i].queue.Init(queueLen); err != nil {
+			return nil, err
+		}
+		slots[i].replay.Reset()
+	}
+	return slots, nil
+}
+
+// newServer builds a server on slots and admission state that other
+// servers (shards) may share.
+func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admission) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: append([]batchio.Conn(nil), conns...), public: cfg.PublicAddresses}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -274,18 +299,11 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 	s.registry = processSessions()
 
 	n := cfg.MaxClients
-	s.slots = make([]slot, n)
-	for i := range s.slots {
-		if err := s.slots[i].queue.Init(cfg.ReceiveQueueLen); err != nil {
-			return nil, err
-		}
-		s.slots[i].replay.Reset()
-	}
-	s.part.init(n)
+	s.slots = slots
+	s.adm = adm
+	s.active.init(n)
 	s.byAddr.init(n, newAddrHash())
-	s.byID.init(n, newIDHash())
 	s.maps.init(cfg.MaxEncryptionMappings)
-	s.tokens.init(cfg.TokenReuseTableSize)
 
 	s.pool = make([]byte, cfg.ReceiveBuffers*codec.MaxPayloadBytes)
 	s.freeBufs = make([]int32, cfg.ReceiveBuffers)
@@ -382,11 +400,11 @@ func (s *Server) Stop(now time.Time) {
 		return
 	}
 	s.setNow(now)
-	for k := s.part.n - 1; k >= 0; k-- {
-		if k >= s.part.n {
+	for k := s.active.n - 1; k >= 0; k-- {
+		if k >= s.active.n {
 			continue // a callback changed the set
 		}
-		i := int(s.part.items[k])
+		i := int(s.active.items[k])
 		if !s.slots[i].loopback {
 			s.sendDisconnects(i)
 		}
@@ -395,7 +413,7 @@ func (s *Server) Stop(now time.Time) {
 	}
 	s.flush()
 	s.maps.clear()
-	s.tokens.clear()
+	s.adm.clearTokens()
 	s.stopped = true
 	s.log.Info("netcode server stopped", slog.Any("public", s.public))
 }
@@ -426,7 +444,7 @@ func (s *Server) PublicAddresses() []netip.AddrPort {
 func (s *Server) MaxClients() int { return len(s.slots) }
 
 // NumConnectedClients returns the number of occupied slots.
-func (s *Server) NumConnectedClients() int { return s.part.n }
+func (s *Server) NumConnectedClients() int { return s.active.n }
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() ServerStats { return s.stats }

@@ -205,17 +205,17 @@ func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now t
 		s.stats.Drops[ServerDropAddressConnected]++
 		return
 	}
-	if _, ok := s.byID.get(tok.ClientID); ok {
+	if s.adm.idConnected(tok.ClientID) {
 		s.stats.Drops[ServerDropClientIDConnected]++
 		return
 	}
 	var mac tokenMAC
 	copy(mac[:], p.PrivateToken[codec.PrivateTokenBytes-codec.MACBytes:])
-	if !s.tokens.findOrAdd(mac, from) {
+	if !s.adm.useToken(mac, from) {
 		s.stats.Drops[ServerDropTokenReused]++
 		return
 	}
-	if s.part.full() {
+	if s.adm.full() {
 		s.sendDeniedForToken(sock, from, tok, mac, now)
 		return
 	}
@@ -314,25 +314,28 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 		s.stats.Drops[ServerDropAddressConnected]++
 		return
 	}
-	if _, ok := s.byID.get(s.chal.ClientID); ok {
-		s.stats.Drops[ServerDropClientIDConnected]++
-		return
-	}
 	if mapIdx < 0 {
 		return // cannot happen: without a slot or mapping there is no key
 	}
 	m := &s.maps.entries[mapIdx]
-	if s.part.full() {
+	// The id check and the full check, in that order, and taking the slot
+	// happen under the admission lock, so that concurrent shards admit a
+	// client id at most once.
+	i, res := s.adm.claim(s.chal.ClientID)
+	switch res {
+	case claimIDConnected:
+		s.stats.Drops[ServerDropClientIDConnected]++
+		return
+	case claimFull:
 		s.sendDenied(sock, from, m.sendKey)
 		return
 	}
 	seq, ok := s.registry.acquire(m.mac)
 	if !ok {
+		s.adm.release(int(i), s.chal.ClientID)
 		s.stats.Drops[ServerDropSessionBusy]++
 		return
 	}
-
-	i := s.part.items[s.part.n] // the free slot occupy takes
 	sl := &s.slots[i]
 	sl.sock = sock
 	sl.addr = from

@@ -33,6 +33,10 @@ type slot struct {
 	hasTimeout       bool // false for a negative token timeout (development)
 
 	lastSend, lastRecv time.Time
+	// gen counts the connections the slot has held, so that work queued for
+	// an earlier connection (a send from the application) is not applied to
+	// a later one.
+	gen uint32
 
 	replay ring.Replay
 	queue  ring.Queue[rxEntry]
@@ -126,7 +130,7 @@ func (s *Server) sendDisconnects(i int) {
 // sendKeepAlives sends a keep-alive to every network client that has been
 // sent nothing for PacketSendInterval.
 func (s *Server) sendKeepAlives(now time.Time) {
-	for _, i := range s.part.items[:s.part.n] {
+	for _, i := range s.active.items[:s.active.n] {
 		sl := &s.slots[i]
 		if sl.loopback || now.Before(sl.lastSend.Add(PacketSendInterval)) {
 			continue
@@ -138,11 +142,11 @@ func (s *Server) sendKeepAlives(now time.Time) {
 // checkTimeouts resets the slots of network clients that sent nothing
 // within their token's timeout.
 func (s *Server) checkTimeouts(now time.Time) {
-	for k := s.part.n - 1; k >= 0; k-- {
-		if k >= s.part.n {
+	for k := s.active.n - 1; k >= 0; k-- {
+		if k >= s.active.n {
 			continue // a callback disconnected more than one client
 		}
-		i := int(s.part.items[k])
+		i := int(s.active.items[k])
 		sl := &s.slots[i]
 		if sl.loopback || !sl.hasTimeout || now.Before(sl.lastRecv.Add(sl.timeout)) {
 			continue
@@ -170,17 +174,18 @@ func (s *Server) enqueue(sl *slot, payload []byte, seq uint64) bool {
 	return true
 }
 
-// occupy fills free slot i and takes it from the free set.
+// occupy fills slot i, already claimed from the admission state, and adds
+// it to this server's active set.
 func (s *Server) occupy(i int, clientID uint64, userData *[codec.UserDataBytes]byte) {
 	sl := &s.slots[i]
-	s.part.take(i)
+	s.active.take(i)
 	sl.connected = true
 	sl.clientID = clientID
 	sl.userData = *userData
 	sl.lastRecv = s.now
 	sl.lastSend = s.now
 	sl.replay.Reset()
-	s.byID.put(clientID, int32(i))
+	sl.gen++
 	s.stats.Connects++
 }
 
@@ -196,7 +201,6 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 		// reconnect until it expires, with the same keys.
 		s.registry.release(sl.mac, sl.sequence)
 	}
-	s.byID.del(sl.clientID)
 	for {
 		e, ok := sl.queue.Pop()
 		if !ok {
@@ -204,11 +208,13 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 		}
 		s.freeBufs = append(s.freeBufs, e.buf)
 	}
-	s.part.release(i)
+	s.active.release(i)
 	addr, id, loop := sl.addr, sl.clientID, sl.loopback
-	queue := sl.queue
-	*sl = slot{queue: queue, replay: sl.replay}
+	queue, gen := sl.queue, sl.gen
+	*sl = slot{queue: queue, replay: sl.replay, gen: gen}
 	sl.replay.Reset()
+	// Free the slot last: another shard may take it at once.
+	s.adm.release(i, id)
 
 	s.log.Info("netcode client disconnected", slog.Int("client_index", i),
 		slog.Uint64("client_id", id), slog.String("address", addrString(addr, loop)),
@@ -253,11 +259,11 @@ func (s *Server) DisconnectAll(now time.Time) {
 		return
 	}
 	s.setNow(now)
-	for k := s.part.n - 1; k >= 0; k-- {
-		if k >= s.part.n {
+	for k := s.active.n - 1; k >= 0; k-- {
+		if k >= s.active.n {
 			continue
 		}
-		i := int(s.part.items[k])
+		i := int(s.active.items[k])
 		if s.slots[i].loopback {
 			continue
 		}
