@@ -153,6 +153,9 @@ type Server struct {
 	slots  []slot
 	adm    *admission
 	active partition // this server's connected slots first
+	// sink, when set (a shard of a ShardedServer), takes received payloads
+	// instead of the per-slot queues.
+	sink   payloadSink
 	byAddr oaTable[netip.AddrPort]
 	maps   mappingTable
 
@@ -176,6 +179,19 @@ type Server struct {
 	// lastScan is when the per-slot timers last ran (see timerScanInterval).
 	lastScan time.Time
 	stats    ServerStats
+}
+
+// payloadSink receives what a shard hands to the application.
+type payloadSink interface {
+	// deliver hands over a payload from slot i; false means no room.
+	deliver(i int32, sl *slot, payload []byte, seq uint64) bool
+	// canAdmit reports whether a new client's events would fit.
+	canAdmit() bool
+}
+
+// owns reports whether slot i is connected through this server.
+func (s *Server) owns(i int) bool {
+	return i >= 0 && i < len(s.active.pos) && s.active.pos[i] < int32(s.active.n)
 }
 
 // sendBatch is the outgoing datagrams of one conn, flushed with WriteBatch.

@@ -169,6 +169,12 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 		sl := &s.slots[slotIdx]
 		sl.confirmed = true
 		sl.lastRecv = now
+		if s.sink != nil {
+			if !s.sink.deliver(slotIdx, sl, p.Payload, p.Sequence) {
+				s.stats.Drops[ServerDropAppBacklog]++
+			}
+			return
+		}
 		s.enqueue(sl, p.Payload, p.Sequence)
 	case codec.ConnectionDisconnect:
 		if !connected {
@@ -318,6 +324,10 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 		return // cannot happen: without a slot or mapping there is no key
 	}
 	m := &s.maps.entries[mapIdx]
+	if s.sink != nil && !s.sink.canAdmit() {
+		s.stats.Drops[ServerDropAppBacklog]++
+		return
+	}
 	// The id check and the full check, in that order, and taking the slot
 	// happen under the admission lock, so that concurrent shards admit a
 	// client id at most once.

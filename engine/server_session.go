@@ -213,8 +213,6 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 	queue, gen := sl.queue, sl.gen
 	*sl = slot{queue: queue, replay: sl.replay, gen: gen}
 	sl.replay.Reset()
-	// Free the slot last: another shard may take it at once.
-	s.adm.release(i, id)
 
 	s.log.Info("netcode client disconnected", slog.Int("client_index", i),
 		slog.Uint64("client_id", id), slog.String("address", addrString(addr, loop)),
@@ -222,6 +220,9 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 	if s.cfg.OnDisconnect != nil {
 		s.cfg.OnDisconnect(i, reason)
 	}
+	// Free the slot last: another shard may take it at once, and until then
+	// this server (and its OnDisconnect) may still read it.
+	s.adm.release(i, id)
 }
 
 func addrString(a netip.AddrPort, loopback bool) string {

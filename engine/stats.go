@@ -39,6 +39,11 @@ const (
 	ServerDropQueueFull
 	// ServerDropPoolEmpty: every receive buffer of the server is in use.
 	ServerDropPoolEmpty
+	// ServerDropAppBacklog: a sharded server's application has not drained
+	// the shard's inbox: a payload found it full, or a response was ignored
+	// because the inbox could not also hold the connect and the later
+	// disconnect event (the client retries).
+	ServerDropAppBacklog
 
 	// NumServerDropReasons sizes per-reason counter arrays.
 	NumServerDropReasons
@@ -57,6 +62,7 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropNotConnected:      "packet from an address that is not connected",
 	ServerDropQueueFull:         "client receive queue full",
 	ServerDropPoolEmpty:         "receive buffer pool empty",
+	ServerDropAppBacklog:        "application inbox full",
 }
 
 func (r ServerDropReason) String() string {
