@@ -3,7 +3,6 @@
 package batchio
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -43,7 +42,8 @@ type MmsgStats struct {
 // scheduler, and letting it know (as syscall.Syscall6 does) made the P
 // change hands on every long batch.
 type MmsgConn struct {
-	udp   *net.UDPConn
+	file  *os.File
+	xconn net.PacketConn // RecvXNet only: x/net reads through it
 	rc    syscall.RawConn
 	ipv6  bool
 	mode  RecvMode
@@ -111,55 +111,111 @@ func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
 		return nil, fmt.Errorf("batchio: listen address %v is not valid", addr)
 	}
 	ipv6 := !addr.Addr().Unmap().Is4()
-	network := "udp4"
-	if ipv6 {
-		network = "udp6"
-	} else {
+	if !ipv6 {
 		addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	}
-	lc := net.ListenConfig{Control: control(cfg.ReusePort, ipv6)}
-	pc, err := lc.ListenPacket(context.Background(), network, addr.String())
+	fd, local, bufs, err := openSocket(addr, ipv6, &cfg)
 	if err != nil {
-		return nil, fmt.Errorf("batchio: listen %v: %w", addr, err)
+		return nil, err
 	}
-	udp := pc.(*net.UDPConn)
-	rc, err := udp.SyscallConn()
+	// An os.File, not a net.UDPConn: its RawConn reports a deadline or a
+	// close as a bare error value, where net's allocates an *OpError each
+	// time a wait times out or is woken.
+	file := os.NewFile(uintptr(fd), "udp:"+local.String())
+	rc, err := file.SyscallConn()
 	if err != nil {
-		udp.Close()
+		file.Close()
 		return nil, err
 	}
 	c := &MmsgConn{
-		udp:   udp,
-		rc:    rc,
-		ipv6:  ipv6,
-		mode:  cfg.Mode,
-		batch: cfg.BatchSize,
-		local: udp.LocalAddr().(*net.UDPAddr).AddrPort(),
+		file:       file,
+		rc:         rc,
+		ipv6:       ipv6,
+		mode:       cfg.Mode,
+		batch:      cfg.BatchSize,
+		local:      local,
+		recvBufGot: bufs[0],
+		sendBufGot: bufs[1],
+		efd:        -1,
 	}
-	var optErr error
-	if err := rc.Control(func(fd uintptr) {
-		if c.recvBufGot, optErr = setBuffer(int(fd), unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RecvBuffer); optErr != nil {
-			return
-		}
-		if c.sendBufGot, optErr = setBuffer(int(fd), unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SendBuffer); optErr != nil {
-			return
-		}
-		if cfg.TOS != 0 {
-			optErr = setTOS(int(fd), ipv6, cfg.TOS)
-		}
-	}); err != nil || optErr != nil {
-		udp.Close()
-		return nil, errors.Join(err, optErr)
-	}
-	c.efd = -1
 	if cfg.Mode == RecvBlock {
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-			udp.Close()
+			file.Close()
 			return nil, fmt.Errorf("batchio: eventfd: %w", err)
 		}
 	}
+	if cfg.Mode == RecvXNet {
+		// x/net needs a net.PacketConn: a second descriptor on the socket.
+		pc, err := net.FilePacketConn(file)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("batchio: x/net conn: %w", err)
+		}
+		c.xconn = pc
+	}
 	c.init()
 	return c, nil
+}
+
+// openSocket makes a non-blocking UDP socket with the configured options
+// and binds it. It returns the descriptor, the bound address and the buffer
+// sizes the kernel granted.
+func openSocket(addr netip.AddrPort, ipv6 bool, cfg *MmsgConfig) (int, netip.AddrPort, [2]int, error) {
+	var bufs [2]int
+	family := unix.AF_INET
+	if ipv6 {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, netip.AddrPort{}, bufs, fmt.Errorf("batchio: socket: %w", err)
+	}
+	fail := func(what string, err error) (int, netip.AddrPort, [2]int, error) {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, bufs, fmt.Errorf("batchio: %s on %v: %w", what, addr, err)
+	}
+	if cfg.ReusePort {
+		if err := setReusePort(fd); err != nil {
+			return fail("SO_REUSEPORT", err)
+		}
+	}
+	if ipv6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return fail("IPV6_V6ONLY", err)
+		}
+	}
+	if bufs[0], err = setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RecvBuffer); err != nil {
+		return fail("receive buffer", err)
+	}
+	if bufs[1], err = setBuffer(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SendBuffer); err != nil {
+		return fail("send buffer", err)
+	}
+	if cfg.TOS != 0 {
+		if err := setTOS(fd, ipv6, cfg.TOS); err != nil {
+			return fail("TOS", err)
+		}
+	}
+	var sa unix.Sockaddr
+	if ipv6 {
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	} else {
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	bound, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname", err)
+	}
+	var local netip.AddrPort
+	switch b := bound.(type) {
+	case *unix.SockaddrInet4:
+		local = netip.AddrPortFrom(netip.AddrFrom4(b.Addr), uint16(b.Port))
+	case *unix.SockaddrInet6:
+		local = netip.AddrPortFrom(netip.AddrFrom16(b.Addr), uint16(b.Port))
+	}
+	return fd, local, bufs, nil
 }
 
 // BufferShortfall reports whether the kernel granted less socket buffer
@@ -192,9 +248,9 @@ func (c *MmsgConn) init() {
 	switch c.mode {
 	case RecvXNet:
 		if c.ipv6 {
-			c.x6 = ipv6.NewPacketConn(c.udp)
+			c.x6 = ipv6.NewPacketConn(c.xconn)
 		} else {
-			c.x4 = ipv4.NewPacketConn(c.udp)
+			c.x4 = ipv4.NewPacketConn(c.xconn)
 		}
 		c.xmsgs = make([]ipv4.Message, n)
 		for i := range c.xmsgs {
@@ -231,11 +287,15 @@ func (c *MmsgConn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	err := c.udp.Close() // waits for a poll in progress to return
+	var errs []error
+	if c.xconn != nil {
+		errs = append(errs, c.xconn.Close())
+	}
+	errs = append(errs, c.file.Close()) // waits for a poll in progress to return
 	if c.efd >= 0 {
 		unix.Close(c.efd)
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // aLongTimeAgo is a read deadline that has passed: setting it makes a
@@ -257,11 +317,13 @@ func (c *MmsgConn) Wake() {
 		syscall.RawSyscall(unix.SYS_WRITE, uintptr(c.efd), uintptr(unsafe.Pointer(&c.one[0])), 8)
 		return
 	}
-	c.udp.SetReadDeadline(aLongTimeAgo)
+	c.file.SetReadDeadline(aLongTimeAgo)
 }
 
-func mapErr(err error) error {
-	if errors.Is(err, net.ErrClosed) {
+// mapErr reports any failure after Close as ErrClosed (an os.File says
+// "use of closed file", which has no exported value).
+func (c *MmsgConn) mapErr(err error) error {
+	if c.closed.Load() || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
 		return ErrClosed
 	}
 	return err
@@ -298,7 +360,7 @@ func (c *MmsgConn) ReadBatch(msgs []Message) (int, error) {
 	}
 	c.rn = n
 	if err := c.rc.Control(c.recvFn); err != nil {
-		return 0, mapErr(err)
+		return 0, c.mapErr(err)
 	}
 	c.stats.recvCalls.Add(1)
 	if c.rerr != 0 {
@@ -343,7 +405,7 @@ func (c *MmsgConn) readSingle(msgs []Message) (int, error) {
 		c.single = msgs[got].Buf
 		c.singleLen = unix.SizeofSockaddrInet6
 		if err := c.rc.Control(c.recvFn); err != nil {
-			return got, mapErr(err)
+			return got, c.mapErr(err)
 		}
 		c.stats.recvCalls.Add(1)
 		if c.rerr != 0 {
@@ -383,10 +445,6 @@ func (c *MmsgConn) readXNet(msgs []Message) (int, error) {
 	if !c.readable() {
 		return 0, nil
 	}
-	// An expired WaitRead or Wake deadline would fail x/net's read at once.
-	if err := c.udp.SetReadDeadline(time.Time{}); err != nil {
-		return 0, mapErr(err)
-	}
 	for i := range msgs {
 		c.xmsgs[i].Buffers[0] = msgs[i].Buf
 		c.xmsgs[i].Addr = nil
@@ -399,11 +457,8 @@ func (c *MmsgConn) readXNet(msgs []Message) (int, error) {
 		n, err = c.x4.ReadBatch(c.xmsgs[:len(msgs)], 0)
 	}
 	c.stats.recvCalls.Add(1)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return 0, nil // a concurrent Wake
-	}
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, c.mapErr(err)
 	}
 	got := 0
 	for i := range n {
@@ -486,8 +541,8 @@ func (c *MmsgConn) WaitRead(deadline time.Time) error {
 	}
 	// Set the deadline first, then look for a wake: a Wake that lands
 	// between the two moves the deadline into the past after ours.
-	if err := c.udp.SetReadDeadline(deadline); err != nil {
-		return mapErr(err)
+	if err := c.file.SetReadDeadline(deadline); err != nil {
+		return c.mapErr(err)
 	}
 	if c.wakePending.Swap(false) {
 		return nil
@@ -497,7 +552,7 @@ func (c *MmsgConn) WaitRead(deadline time.Time) error {
 	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil
 	}
-	return mapErr(err)
+	return c.mapErr(err)
 }
 
 func (c *MmsgConn) waitBlock(deadline time.Time) error {
@@ -516,7 +571,7 @@ func (c *MmsgConn) waitBlock(deadline time.Time) error {
 		}
 		c.ready = false
 		if err := c.rc.Control(fn); err != nil {
-			return mapErr(err)
+			return c.mapErr(err)
 		}
 		if c.ready || c.wakePending.Swap(false) {
 			return nil
@@ -571,7 +626,7 @@ func (c *MmsgConn) sendChunk(n int) (int, error) {
 		c.wcount = n - off
 		c.wn = off
 		if err := c.rc.Control(c.sendFn); err != nil {
-			return sent, mapErr(err)
+			return sent, c.mapErr(err)
 		}
 		c.stats.sendCalls.Add(1)
 		switch c.werr {

@@ -4,7 +4,6 @@ package batchio
 
 import (
 	"fmt"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,26 +40,4 @@ func setTOS(fd int, ipv6 bool, tos int) error {
 		return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos)
 	}
 	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos)
-}
-
-// control returns a net.ListenConfig.Control function that applies the
-// pre-bind options.
-func control(reusePort, v6only bool) func(network, address string, c syscall.RawConn) error {
-	return func(network, address string, c syscall.RawConn) error {
-		var opErr error
-		err := c.Control(func(fd uintptr) {
-			if reusePort {
-				if opErr = setReusePort(int(fd)); opErr != nil {
-					return
-				}
-			}
-			if v6only {
-				opErr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		return opErr
-	}
 }

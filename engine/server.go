@@ -98,7 +98,10 @@ type ServerConfig struct {
 	// (default 2*MaxClients, at most 2^20).
 	MaxEncryptionMappings int
 	// TokenReuseTableSize is how many connect tokens the server remembers
-	// to refuse their use from a second address (default 8*MaxClients, at
+	// to refuse their use from a second address. It must hold every token
+	// seen within a token's life; the default, max(2048, 2*MaxClients), holds
+	// two complete turnovers of the slots (and equals the reference's
+	// 8*MaxClients at 256 clients). At
 	// most 2^22).
 	TokenReuseTableSize int
 	// Logger receives lifecycle events (start, stop, connect, disconnect);
@@ -230,10 +233,10 @@ func (c *ServerConfig) normalize(conns []batchio.Conn) error {
 		return fmt.Errorf("netcode: server config: MaxEncryptionMappings %d; allowed 1 to %d (0 means 2*MaxClients)", c.MaxEncryptionMappings, maxEncryptionMappings)
 	}
 	if c.TokenReuseTableSize == 0 {
-		c.TokenReuseTableSize = 8 * c.MaxClients
+		c.TokenReuseTableSize = max(2048, 2*c.MaxClients)
 	}
 	if c.TokenReuseTableSize < 1 || c.TokenReuseTableSize > maxTokenReuseEntries {
-		return fmt.Errorf("netcode: server config: TokenReuseTableSize %d; allowed 1 to %d (0 means 8*MaxClients)", c.TokenReuseTableSize, maxTokenReuseEntries)
+		return fmt.Errorf("netcode: server config: TokenReuseTableSize %d; allowed 1 to %d (0 means max(2048, 2*MaxClients))", c.TokenReuseTableSize, maxTokenReuseEntries)
 	}
 	if len(conns) == 0 {
 		return errNoConns

@@ -16,7 +16,9 @@ import (
 
 // ShardedConfig configures a ShardedServer.
 type ShardedConfig struct {
-	// Server is the protocol configuration shared by every shard. Its
+	// Server is the protocol configuration shared by every shard
+	// (MaxEncryptionMappings is per shard, by default an even share of
+	// 2*MaxClients, at least 256). Its
 	// OnConnect, OnDisconnect and SendLoopbackPacket must be nil: a sharded
 	// server reports connects and disconnects through Poll, and has no
 	// loopback clients.
@@ -189,6 +191,15 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		}
 	}
 	cfg.Socket.ReusePort = true
+	// Handshakes spread over the shards like clients do: split the default
+	// budget of 2*MaxClients encryption mappings between them.
+	if cfg.Server.MaxEncryptionMappings == 0 {
+		slots := cfg.Server.MaxClients
+		if slots == 0 {
+			slots = DefaultMaxClients
+		}
+		cfg.Server.MaxEncryptionMappings = max(256, 2*slots/(cfg.Shards*len(cfg.Bind)))
+	}
 	// Payloads go to the inbox, not to per-slot queues: keep those minimal.
 	cfg.Server.ReceiveQueueLen = 1
 	cfg.Server.ReceiveBuffers = 1

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestSlotMemory asserts that the memory a server needs per client slot
+// stays within 4 KiB: packet buffers and rings belong to the shards, not to
+// the slots. It measures the slope between servers of 4,096 and 16,384
+// slots, so per-shard memory cancels out.
+func TestSlotMemory(t *testing.T) {
+	heapFor := func(slots int) uint64 {
+		before := heapInUse()
+		srv, err := NewShardedServer(ShardedConfig{
+			Server: ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, MaxClients: slots},
+			Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+			Shards: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := heapInUse() - before
+		srv.Close()
+		return used
+	}
+	heapFor(16) // the process-wide session registry is allocated once
+	small, large := heapFor(4096), heapFor(16384)
+	perSlot := float64(large-small) / (16384 - 4096)
+	t.Logf("2 shards: %.1f MiB at 4,096 slots, %.1f MiB at 16,384 slots: %.0f bytes per slot (slot struct %d bytes)",
+		float64(small)/(1<<20), float64(large)/(1<<20), perSlot, unsafe.Sizeof(slot{}))
+	if perSlot > 4096 {
+		t.Fatalf("%.0f bytes per slot, budget 4096", perSlot)
+	}
+}
+
+// connectClients connects n clients to the sharded server, driving them
+// from this goroutine.
+func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Client {
+	tb.Helper()
+	clients := make([]*Client, n)
+	for k := range clients {
+		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { conn.Close() })
+		c, err := NewClient(ClientConfig{ReceiveQueueSize: queue}, conn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		token, err := GenerateConnectToken(TokenParams{ProtocolID: 0x5348, PrivateKey: testPrivateKey,
+			ClientID: uint64(k + 1), PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 120, TimeoutSeconds: 30})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := c.Connect(token, time.Now()); err != nil {
+			tb.Fatal(err)
+		}
+		clients[k] = c
+	}
+	// Connected on both sides: the server admits a client before the client
+	// has seen its first keep-alive.
+	deadline := time.Now().Add(60 * time.Second)
+	for connected := 0; connected < n && time.Now().Before(deadline); {
+		now := time.Now()
+		connected = 0
+		for _, c := range clients {
+			if c.State() != Connected {
+				c.Update(now)
+			} else {
+				connected++
+			}
+		}
+		srv.Poll(func(*Event) {})
+		time.Sleep(time.Millisecond)
+	}
+	if got := srv.NumConnectedClients(); got != n {
+		tb.Fatalf("%d of %d clients connected", got, n)
+	}
+	for i, c := range clients {
+		if c.State() != Connected {
+			tb.Fatalf("client %d: %v", i, c.State())
+		}
+	}
+	return clients
+}
+
+// TestShardedSteadyStateAllocs: once clients are connected, the whole path
+// allocates nothing, in every goroutine: client send, recvmmsg, decrypt,
+// replay check, shard inbox, Poll, SendPacket, shard outbox, seal,
+// sendmmsg, client receive.
+func TestShardedSteadyStateAllocs(t *testing.T) {
+	srv, err := NewShardedServer(ShardedConfig{
+		Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: 64},
+		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Shards: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	clients := connectClients(t, srv, 8, 64)
+	payload := make([]byte, 100)
+	buf := make([]byte, codec.MaxPayloadBytes)
+	echo := func(ev *Event) {
+		if ev.Kind == EventPayload {
+			if err := srv.SendPacket(ev.ClientIndex, ev.Payload); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	received := 0
+	round := func() {
+		now := time.Now()
+		for _, c := range clients {
+			_ = c.SendPacket(payload)
+			c.Update(now)
+		}
+		deadline := now.Add(time.Second)
+		for got := 0; got < len(clients) && time.Now().Before(deadline); {
+			// AllocsPerRun runs with GOMAXPROCS 1: let the shards run.
+			runtime.Gosched()
+			srv.Poll(echo)
+			for _, c := range clients {
+				c.Update(time.Now())
+				for {
+					if _, _, ok := c.ReceivePacket(buf); !ok {
+						break
+					}
+					got++
+					received++
+				}
+			}
+		}
+	}
+	start := time.Now()
+	for range 50 { // warm up: first sends size lazily grown state
+		round()
+	}
+	t.Logf("warm-up: 50 rounds in %v", time.Since(start))
+	received = 0
+	allocs := testing.AllocsPerRun(200, round)
+	t.Logf("%v allocations per round of %d echoes (%d echoes received)", allocs, len(clients), received)
+	if received < 150*len(clients) {
+		t.Fatalf("only %d echoes in 200 rounds", received)
+	}
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round of %d echoes through the sharded server, want 0", allocs, len(clients))
+	}
+}
+
+// BenchmarkTenThousandClients connects 10,000 clients to one sharded server
+// in this process and reports the server's memory per slot. Run it alone:
+//
+//	go test -run '^$' -bench TenThousand -benchtime 1x ./engine
+func BenchmarkTenThousandClients(b *testing.B) {
+	const slots, n = 16384, 10000
+	for range b.N {
+		base := heapInUse()
+		srv, err := NewShardedServer(ShardedConfig{
+			Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: slots},
+			Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+			Shards: 2,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fixed := heapInUse() - base
+		start := time.Now()
+		clients := connectClients(b, srv, n, 4)
+		elapsed := time.Since(start)
+		withClients := heapInUse() - base
+		// The clients live in this process too: subtract their share,
+		// measured as the heap a batch of idle clients takes.
+		probeBase := heapInUse()
+		probe := make([]*Client, 100)
+		for i := range probe {
+			probe[i], _ = NewClient(ClientConfig{ReceiveQueueSize: 4})
+		}
+		perClient := float64(heapInUse()-probeBase) / float64(len(probe))
+		runtime.KeepAlive(probe)
+		serverHeap := float64(withClients) - perClient*n
+		b.ReportMetric(float64(fixed)/slots, "fixed-B/slot")
+		b.ReportMetric(serverHeap/n, "server-B/connected-client")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "connects/s")
+		b.Logf("%d clients connected in %v; server fixed %.1f MiB (%d slots), with clients %.1f MiB (%.0f B each estimated)",
+			n, elapsed, float64(fixed)/(1<<20), slots, serverHeap/(1<<20), perClient)
+		for _, c := range clients {
+			c.Close()
+		}
+		srv.Close()
+	}
+}
