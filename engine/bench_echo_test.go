@@ -1,0 +1,249 @@
+//go:build linux
+
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netcode-go/netcode/aead"
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// echoLoad is a light load generator: one raw socket that keeps a window of
+// datagrams in flight to a server and counts what comes back. For the
+// protocol echo it seals netcode payload packets with a session key taken
+// from the token it minted; it does not decrypt the echoes (nor does it for
+// the bare echo), so both measurements load the server the same way.
+type echoLoad struct {
+	conn  *batchio.MmsgConn
+	to    netip.AddrPort
+	key   *aead.PacketKey // nil: bare datagrams
+	seq   uint64
+	out   []batchio.Message
+	in    []batchio.Message
+	size  int
+	limit int
+}
+
+func newEchoLoad(b *testing.B, conn *batchio.MmsgConn, to netip.AddrPort, key *aead.PacketKey, seq uint64, size int) *echoLoad {
+	l := &echoLoad{conn: conn, to: to, key: key, seq: seq, size: size, limit: 256}
+	l.out = make([]batchio.Message, 32)
+	for i := range l.out {
+		l.out[i] = batchio.Message{Buf: make([]byte, codec.MaxPacketBytes), Addr: to}
+	}
+	l.in = make([]batchio.Message, 64)
+	for i := range l.in {
+		l.in[i].Buf = make([]byte, codec.MaxPacketBytes)
+	}
+	return l
+}
+
+// run sends until n echoes came back and returns the elapsed time.
+func (l *echoLoad) run(b *testing.B, n int) time.Duration {
+	payload := make([]byte, l.size)
+	inFlight, received := 0, 0
+	start := time.Now()
+	lastProgress := start
+	for received < n {
+		for inFlight+len(l.out) <= l.limit {
+			for i := range l.out {
+				m := &l.out[i]
+				if l.key == nil {
+					m.N = l.size
+				} else {
+					var err error
+					if m.N, err = codec.WritePayloadPacket(m.Buf, l.seq, payload, l.key); err != nil {
+						b.Fatal(err)
+					}
+					l.seq++
+				}
+			}
+			sent, err := l.conn.WriteBatch(l.out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			inFlight += sent
+		}
+		k, err := l.conn.ReadBatch(l.in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k > 0 {
+			received += k
+			inFlight -= k
+			lastProgress = time.Now()
+			continue
+		}
+		if err := l.conn.WaitRead(time.Now().Add(5 * time.Millisecond)); err != nil {
+			b.Fatal(err)
+		}
+		if time.Since(lastProgress) > 50*time.Millisecond {
+			inFlight = 0 // lost to a full socket buffer: refill the window
+		}
+	}
+	return time.Since(start)
+}
+
+// BenchmarkEcho compares, in one run, the full protocol echo (recvmmsg,
+// decrypt, replay check, queue, application echo, encrypt, sendmmsg) of the
+// single-loop Server for each receive mode against a bare echo loop without
+// protocol or crypto (the ceiling), over real loopback sockets:
+//
+//	go test -run '^$' -bench Echo -benchtime 300000x ./engine
+func BenchmarkEcho(b *testing.B) {
+	for _, size := range []int{64, 1200} {
+		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, size) })
+		for mode := batchio.RecvMmsg; mode <= batchio.RecvSingle; mode++ {
+			b.Run(fmt.Sprintf("server-%v/%d", mode, size), func(b *testing.B) { benchServerEcho(b, mode, size) })
+		}
+	}
+}
+
+func listenMmsg(b *testing.B, cfg batchio.MmsgConfig) *batchio.MmsgConn {
+	c, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func report(b *testing.B, n int, elapsed time.Duration) {
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "packets/s")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/packet")
+}
+
+func benchBareEcho(b *testing.B, size int) {
+	srv := listenMmsg(b, batchio.MmsgConfig{})
+	cli := listenMmsg(b, batchio.MmsgConfig{})
+	defer cli.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		msgs := make([]batchio.Message, 64)
+		for i := range msgs {
+			msgs[i].Buf = make([]byte, codec.MaxPacketBytes)
+		}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := srv.ReadBatch(msgs)
+			if err != nil {
+				return
+			}
+			if n == 0 {
+				if srv.WaitRead(time.Now().Add(10*time.Millisecond)) != nil {
+					return
+				}
+				continue
+			}
+			srv.WriteBatch(msgs[:n])
+		}
+	}()
+	load := newEchoLoad(b, cli, srv.LocalAddr(), nil, 0, size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	elapsed := load.run(b, b.N)
+	b.StopTimer()
+	report(b, b.N, elapsed)
+	close(stop)
+	srv.Close()
+	wg.Wait()
+}
+
+func benchServerEcho(b *testing.B, mode batchio.RecvMode, size int) {
+	sconn := listenMmsg(b, batchio.MmsgConfig{Mode: mode})
+	cconn := listenMmsg(b, batchio.MmsgConfig{})
+	defer cconn.Close()
+	srv, err := NewServer(ServerConfig{ProtocolID: 0xbe, PrivateKey: testPrivateKey, MaxClients: 4, ReceiveQueueLen: 512, ReceiveBuffers: 2048}, sconn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	token, err := GenerateConnectToken(TokenParams{ProtocolID: 0xbe, PrivateKey: testPrivateKey, ClientID: 1,
+		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 300, TimeoutSeconds: 60})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ct codec.ConnectToken
+	if err := codec.ReadConnectToken(token, &ct); err != nil {
+		b.Fatal(err)
+	}
+	// Handshake with a real client on the load's socket.
+	client, err := NewClient(ClientConfig{}, cconn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := client.Connect(token, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); client.State() != Connected && time.Now().Before(deadline); {
+		client.Update(time.Now())
+		srv.Update(time.Now())
+		time.Sleep(time.Millisecond)
+	}
+	if client.State() != Connected {
+		b.Fatalf("client %v", client.State())
+	}
+	index := client.ClientIndex()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the server: the single-loop API, echoing
+		defer wg.Done()
+		if mode == batchio.RecvBlock {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
+		buf := make([]byte, codec.MaxPayloadBytes)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			now := time.Now()
+			in := srv.Stats().PacketsIn
+			srv.Update(now)
+			for {
+				n, _, ok := srv.ReceivePacket(index, buf)
+				if !ok {
+					break
+				}
+				_ = srv.SendPacket(index, buf[:n])
+			}
+			srv.Flush()
+			if srv.Stats().PacketsIn == in {
+				if sconn.WaitRead(now.Add(10*time.Millisecond)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	key, err := aead.NewPacketKey(ct.ClientToServerKey[:], 0xbe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	load := newEchoLoad(b, cconn, sconn.LocalAddr(), key, 1<<20, size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	elapsed := load.run(b, b.N)
+	b.StopTimer()
+	report(b, b.N, elapsed)
+	close(stop)
+	sconn.Close()
+	wg.Wait()
+	if d := srv.Stats().Dropped(); d > 0 {
+		b.Logf("server dropped %d: codec %v engine %v", d, srv.Stats().CodecDrops, srv.Stats().Drops)
+	}
+}
