@@ -175,7 +175,7 @@ func runServerChild(o *options) error {
 		return fail(err)
 	}
 	defer srv.close()
-	if err := enc.Encode(childReply{Addr: srv.conn.LocalAddr().String()}); err != nil {
+	if err := enc.Encode(childReply{Addr: srv.addr.String()}); err != nil {
 		return err
 	}
 	var begin mark
@@ -188,7 +188,7 @@ func runServerChild(o *options) error {
 		case "end":
 			end := takeMark(srv.echo)
 			w := serverWindow(&begin, &end)
-			w.ReceiveMode, w.Batch = srv.conn.Mode().String(), srv.conn.BatchSize()
+			w.ReceiveMode, w.Batch = srv.mode.String(), srv.batch
 			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
 			w.CPUs, _ = parseInts(o.serverCPUs)
 			w.DropReasons = srv.echo.DropReasons()
@@ -212,7 +212,7 @@ type mark struct {
 	c       bench.EchoCounters
 }
 
-func takeMark(e *bench.EchoServer) mark {
+func takeMark(e echoRunner) mark {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var ru unix.Rusage

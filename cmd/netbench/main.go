@@ -101,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
 	fs.Var(durationValue{&o.step}, "step", "measurement time of each -sweep step")
 	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
-	fs.IntVar(&o.shards, "shards", 1, "server shards (recorded; the engine server has no shard option yet)")
+	fs.IntVar(&o.shards, "shards", 1, "server shards: 0 runs the single-loop engine.Server, N runs an engine.ShardedServer with N SO_REUSEPORT sockets and goroutines")
 	fs.IntVar(&o.batch, "batch", 64, "server socket batch size (datagrams per system call, 1 to 1024)")
 	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block, xnet or single")
 	fs.BoolVar(&o.ipv6, "ipv6", false, "use IPv6 loopback (::1) instead of 127.0.0.1")
@@ -175,8 +175,8 @@ func (o *options) check() error {
 	if o.batch < 1 || o.batch > 1024 {
 		return fmt.Errorf("-batch %d: want 1 to 1024", o.batch)
 	}
-	if o.shards < 1 {
-		return fmt.Errorf("-shards %d: want at least 1", o.shards)
+	if o.shards < 0 || o.shards > 256 {
+		return fmt.Errorf("-shards %d: want 0 (single-loop server) to 256", o.shards)
 	}
 	if o.serve != "" && o.target != "" {
 		return errors.New("-serve and -target exclude each other")

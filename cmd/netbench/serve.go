@@ -18,42 +18,68 @@ import (
 	"github.com/netcode-go/netcode/engine"
 )
 
-// echoServer is a running bench.EchoServer with its socket.
+// echoRunner is the echo server of either kind: the single-loop
+// engine.Server (bench.EchoServer, -shards 0) or the sharded one
+// (bench.ShardedEcho, -shards N).
+type echoRunner interface {
+	Run() error
+	Stop()
+	Counters() bench.EchoCounters
+	DropReasons() map[string]uint64
+	MaxClients() int
+}
+
+// echoServer is a running echo server and what the reports need of its
+// sockets.
 type echoServer struct {
-	echo *bench.EchoServer
-	conn *batchio.MmsgConn
-	done chan error
+	echo  echoRunner
+	addr  netip.AddrPort
+	mode  batchio.RecvMode
+	batch int
+	conn  *batchio.MmsgConn // the single-loop server's socket; nil when sharded
+	done  chan error
 }
 
 func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
-	conn, err := batchio.ListenMmsg(addr, batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch})
-	if err != nil {
-		return nil, err
+	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch}
+	server := engine.ServerConfig{
+		ProtocolID: o.protocolID,
+		PrivateKey: o.key,
+		MaxClients: o.clients,
 	}
-	cfg := bench.EchoConfig{
-		Server: engine.ServerConfig{
-			ProtocolID: o.protocolID,
-			PrivateKey: o.key,
-			MaxClients: o.clients,
-			// Enough buffers for every client to have a burst queued.
-			ReceiveBuffers: min(max(16*o.clients, 4096), 1<<20),
-		},
-		LockOSThread: o.recvMode == batchio.RecvBlock,
+	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
+	if o.shards > 0 {
+		echo, err := bench.NewShardedEcho(engine.ShardedConfig{
+			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.echo, s.addr = echo, echo.Server().LocalAddrs()[0]
+	} else {
+		conn, err := batchio.ListenMmsg(addr, sock)
+		if err != nil {
+			return nil, err
+		}
+		// Enough buffers for every client to have a burst queued.
+		server.ReceiveBuffers = min(max(16*o.clients, 4096), 1<<20)
+		echo, err := bench.NewEchoServer(bench.EchoConfig{Server: server, LockOSThread: o.recvMode == batchio.RecvBlock}, conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.echo, s.conn, s.addr = echo, conn, conn.LocalAddr()
 	}
-	echo, err := bench.NewEchoServer(cfg, conn)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	s := &echoServer{echo: echo, conn: conn, done: make(chan error, 1)}
-	go func() { s.done <- echo.Run() }()
+	go func() { s.done <- s.echo.Run() }()
 	return s, nil
 }
 
 func (s *echoServer) close() error {
 	s.echo.Stop()
 	err := <-s.done
-	s.conn.Close()
+	if s.conn != nil {
+		s.conn.Close()
+	}
 	return err
 }
 
@@ -68,7 +94,7 @@ func runServe(o *options) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("netbench echo server", "addr", srv.conn.LocalAddr(), "key", hex.EncodeToString(o.key),
+	slog.Info("netbench echo server", "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
 		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recvMode)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -81,7 +107,9 @@ func runServe(o *options) error {
 		case <-sig:
 			return srv.close()
 		case err := <-srv.done:
-			srv.conn.Close()
+			if srv.conn != nil {
+				srv.conn.Close()
+			}
 			return err
 		case now := <-t.C:
 			c := srv.echo.Counters()
