@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/netcode-go/netcode/codec"
+)
+
+// Every configured bound, exercised at its edge: the last item that fits
+// is accepted, the next is refused and counted, and room made by the
+// application or protocol is usable again.
+
+func advAddr(k int) string {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(k + 1)}), 5000).String()
+}
+
+func TestLimitEncryptionMappings(t *testing.T) {
+	const m = 3
+	h := newSrvHarness(t, ServerConfig{MaxEncryptionMappings: m})
+	var peers []*srvPeer
+	for k := range m {
+		p := h.peer(advAddr(k), uint64(k+1), nil)
+		p.challenged() // m-th mapping still fits
+		peers = append(peers, p)
+	}
+	extra := h.peer(advAddr(m), m+1, nil)
+	extra.send(extra.request())
+	extra.expectNothing("request with the mapping table full")
+	if got := h.drops(ServerDropMappingTableFull); got != 1 {
+		t.Fatalf("ServerDropMappingTableFull = %d, want 1", got)
+	}
+	peers[0].challenged() // an address with a mapping still gets answers
+	if got := h.drops(ServerDropMappingTableFull); got != 1 {
+		t.Fatalf("a repeated request took a new mapping")
+	}
+	// Finishing a handshake moves the keys to the slot and frees the entry.
+	srvExpectTypes(t, "response", peers[1].send(peers[1].response()), codec.ConnectionKeepAlive)
+	extra.challenged()
+}
+
+func TestLimitTokenReuseTableWrap(t *testing.T) {
+	const size = 3
+	h := newSrvHarness(t, ServerConfig{TokenReuseTableSize: size, MaxEncryptionMappings: 16})
+	thief := func(p *srvPeer) *srvPeer {
+		return h.peerWithToken(netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, 9}), p.addr.Port()).String(), p.token)
+	}
+	var peers []*srvPeer
+	for k := range size {
+		p := h.peer(advAddr(k), uint64(k+1), nil)
+		p.challenged()
+		peers = append(peers, p)
+	}
+	// The table is full and remembers all of them, the oldest included.
+	th := thief(peers[0])
+	th.send(th.request())
+	th.expectNothing("oldest token reused while still remembered")
+	if got := h.drops(ServerDropTokenReused); got != 1 {
+		t.Fatalf("ServerDropTokenReused = %d, want 1", got)
+	}
+	// One more token pushes the oldest out: it is then accepted from a new
+	// address. That use is recorded in turn and pushes out the next oldest,
+	// so the table now holds tokens 2, 3 and 0 and still refuses 2.
+	h.peer(advAddr(size), size+1, nil).challenged()
+	th.challenged()
+	th2 := thief(peers[2])
+	th2.addr = netip.MustParseAddrPort("198.51.100.10:5002")
+	th2.send(th2.request())
+	th2.expectNothing("token still in the table reused")
+	if got := h.drops(ServerDropTokenReused); got != 2 {
+		t.Fatalf("ServerDropTokenReused = %d, want 2", got)
+	}
+}
+
+func TestLimitReceiveQueueFull(t *testing.T) {
+	const q = 4
+	h := newSrvHarness(t, ServerConfig{ReceiveQueueLen: q})
+	a := h.peer(advAddr(0), 1, nil)
+	i := a.connect()
+	for k := range q {
+		a.send(a.payload([]byte{byte('0' + k)}))
+	}
+	if got := h.drops(ServerDropQueueFull); got != 0 {
+		t.Fatalf("ServerDropQueueFull = %d with %d payloads in a %d-entry queue", got, q, q)
+	}
+	a.send(a.payload([]byte("x")))
+	if got := h.drops(ServerDropQueueFull); got != 1 {
+		t.Fatalf("ServerDropQueueFull = %d, want 1", got)
+	}
+	buf := make([]byte, codec.MaxPayloadBytes)
+	if n, _, ok := h.s.ReceivePacket(i, buf); !ok || string(buf[:n]) != "0" {
+		t.Fatalf("first payload %q, %v", buf[:n], ok)
+	}
+	a.send(a.payload([]byte("4")))
+	if got := strings.Join(advDrain(h.s, i), ""); got != "1234" || h.drops(ServerDropQueueFull) != 1 {
+		t.Fatalf("queue held %q (drops %d), want 1234", got, h.drops(ServerDropQueueFull))
+	}
+}
+
+func TestLimitReceiveBufferPoolEmpty(t *testing.T) {
+	const bufs = 3
+	h := newSrvHarness(t, ServerConfig{ReceiveQueueLen: 4, ReceiveBuffers: bufs})
+	a := h.peer(advAddr(0), 1, nil)
+	b := h.peer(advAddr(1), 2, nil)
+	ia, ib := a.connect(), b.connect()
+	a.send(a.payload([]byte("a1")))
+	a.send(a.payload([]byte("a2")))
+	b.send(b.payload([]byte("b1"))) // the last buffer
+	b.send(b.payload([]byte("b2")))
+	if h.drops(ServerDropPoolEmpty) != 1 || h.drops(ServerDropQueueFull) != 0 {
+		t.Fatalf("PoolEmpty %d QueueFull %d; want 1, 0", h.drops(ServerDropPoolEmpty), h.drops(ServerDropQueueFull))
+	}
+	buf := make([]byte, codec.MaxPayloadBytes)
+	if _, _, ok := h.s.ReceivePacket(ia, buf); !ok {
+		t.Fatal("nothing queued for a")
+	}
+	b.send(b.payload([]byte("b3"))) // the buffer a's read freed
+	// A disconnect returns the slot's buffers to the pool.
+	a.send(a.disconnect())
+	b.send(b.payload([]byte("b4")))
+	if got := strings.Join(advDrain(h.s, ib), ","); got != "b1,b3,b4" || h.drops(ServerDropPoolEmpty) != 1 {
+		t.Fatalf("b received %q (pool-empty drops %d), want b1,b3,b4", got, h.drops(ServerDropPoolEmpty))
+	}
+}
+
+// TestLimitSendBatchFull queues far more datagrams in one Update than a
+// send batch holds, to two clients: all go out, in order, and none is
+// counted as a failure.
+func TestLimitSendBatchFull(t *testing.T) {
+	const perClient = 500
+	h := newSrvHarness(t, ServerConfig{})
+	a := h.peer(advAddr(0), 1, nil)
+	b := h.peer(advAddr(1), 2, nil)
+	ia, ib := a.connect(), b.connect()
+	a.send(a.keepAlive()) // confirmed: no keep-alive before each payload
+	b.send(b.keepAlive())
+	before := h.s.Stats()
+	for k := range perClient {
+		for _, i := range []int{ia, ib} {
+			if err := h.s.SendPacket(i, []byte(fmt.Sprint(k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.s.Update(h.now)
+	for _, p := range []*srvPeer{a, b} {
+		pkts := p.received()
+		if len(pkts) != perClient {
+			t.Fatalf("%v received %d of %d payloads", p.addr, len(pkts), perClient)
+		}
+		for k, pkt := range pkts {
+			if pkt.Type != codec.ConnectionPayload || string(pkt.Payload) != fmt.Sprint(k) {
+				t.Fatalf("%v: datagram %d is %v %q", p.addr, k, pkt.Type, pkt.Payload)
+			}
+		}
+	}
+	st := h.s.Stats()
+	if st.SendFailures != before.SendFailures || st.PacketsOut-before.PacketsOut != 2*perClient {
+		t.Fatalf("PacketsOut grew by %d, SendFailures by %d; want %d, 0",
+			st.PacketsOut-before.PacketsOut, st.SendFailures-before.SendFailures, 2*perClient)
+	}
+}
+
+func TestLimitMaxClientsFull(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			h := newSrvHarness(t, ServerConfig{MaxClients: n})
+			var peers []*srvPeer
+			for k := range n {
+				p := h.peer(advAddr(k), uint64(k+1), nil)
+				p.connect() // the n-th slot is still free
+				peers = append(peers, p)
+			}
+			late := h.peer(advAddr(n), uint64(n+1), nil)
+			srvExpectTypes(t, "request to a full server", late.send(late.request()), codec.ConnectionDenied)
+			if st := h.s.Stats(); st.DeniedSent != 1 || h.s.NumConnectedClients() != n {
+				t.Fatalf("DeniedSent %d, %d clients", st.DeniedSent, h.s.NumConnectedClients())
+			}
+			peers[0].send(peers[0].disconnect())
+			late.connect()
+		})
+	}
+}
+
+// TestLimitConfigOutOfRange: each bound just outside its range is an error
+// naming the field and what is allowed; just inside it is accepted (where
+// the inside edge is cheap to allocate).
+func TestLimitConfigOutOfRange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*ServerConfig)
+		want []string // substrings of the error; none: valid
+	}{
+		{"PrivateKey 33 bytes", func(c *ServerConfig) { c.PrivateKey = make([]byte, 33) }, []string{"PrivateKey", "33", "32"}},
+		{"MaxClients 1", func(c *ServerConfig) { c.MaxClients = 1 }, nil},
+		{"MaxClients -1", func(c *ServerConfig) { c.MaxClients = -1 }, []string{"MaxClients", "-1", "1 to 65536"}},
+		{"MaxClients max+1", func(c *ServerConfig) { c.MaxClients = MaxServerClients + 1 }, []string{"MaxClients", "65537", "1 to 65536"}},
+		{"ReceiveQueueLen 1", func(c *ServerConfig) { c.ReceiveQueueLen = 1 }, nil},
+		{"ReceiveQueueLen max", func(c *ServerConfig) { c.MaxClients = 1; c.ReceiveQueueLen = MaxReceiveQueueLen }, nil},
+		{"ReceiveQueueLen -1", func(c *ServerConfig) { c.ReceiveQueueLen = -1 }, []string{"ReceiveQueueLen", "-1", "power of two", "1 to 65536"}},
+		{"ReceiveQueueLen max+1", func(c *ServerConfig) { c.ReceiveQueueLen = MaxReceiveQueueLen + 1 }, []string{"ReceiveQueueLen", "power of two", "1 to 65536"}},
+		{"ReceiveQueueLen 6", func(c *ServerConfig) { c.ReceiveQueueLen = 6 }, []string{"ReceiveQueueLen", "6", "power of two"}},
+		{"ReceiveBuffers 1", func(c *ServerConfig) { c.ReceiveBuffers = 1 }, nil},
+		{"ReceiveBuffers -1", func(c *ServerConfig) { c.ReceiveBuffers = -1 }, []string{"ReceiveBuffers", "-1", "1 to 4194304"}},
+		{"ReceiveBuffers max+1", func(c *ServerConfig) { c.ReceiveBuffers = 1<<22 + 1 }, []string{"ReceiveBuffers", "4194305", "1 to 4194304"}},
+		{"MaxEncryptionMappings 1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1 }, nil},
+		{"MaxEncryptionMappings -1", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, []string{"MaxEncryptionMappings", "-1", "1 to 1048576"}},
+		{"MaxEncryptionMappings max+1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1<<20 + 1 }, []string{"MaxEncryptionMappings", "1048577", "1 to 1048576"}},
+		{"TokenReuseTableSize 1", func(c *ServerConfig) { c.TokenReuseTableSize = 1 }, nil},
+		{"TokenReuseTableSize -1", func(c *ServerConfig) { c.TokenReuseTableSize = -1 }, []string{"TokenReuseTableSize", "-1", "1 to 4194304"}},
+		{"TokenReuseTableSize max+1", func(c *ServerConfig) { c.TokenReuseTableSize = 1<<22 + 1 }, []string{"TokenReuseTableSize", "4194305", "1 to 4194304"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1}
+			c.edit(&cfg)
+			s, err := NewServer(cfg, &srvConn{local: srvAddr})
+			if len(c.want) == 0 {
+				if err != nil || s == nil {
+					t.Fatalf("config at the edge of its range refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("out-of-range config accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	t.Run("client ReceiveQueueSize", func(t *testing.T) {
+		for _, n := range []int{-1, 3, 1 << 17} {
+			_, err := NewClient(ClientConfig{ReceiveQueueSize: n})
+			if err == nil {
+				t.Fatalf("ReceiveQueueSize %d accepted", n)
+			}
+			for _, w := range []string{"ReceiveQueueSize", fmt.Sprint(n), "power of two", "1 to 65536"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		}
+		if _, err := NewClient(ClientConfig{ReceiveQueueSize: 1 << 16}); err != nil {
+			t.Fatalf("ReceiveQueueSize 65536 refused: %v", err)
+		}
+	})
+}
