@@ -405,10 +405,11 @@ func TestAdvSpoofedResponses(t *testing.T) {
 		a.challenge, a.challengeSeq = b.challenge, b.challengeSeq
 		a.send(a.response())
 		if h.s.NumConnectedClients() != 0 {
-			t.Skipf("BUG: a response from %v carrying the challenge token of %v's handshake connected %v as client id %d "+
-				"with %v's user data (processResponse, engine/server_handshake.go, trusts the challenge token's client id "+
-				"and never checks it against the client id of the token that created the address's encryption mapping); "+
-				"%v is then refused as already connected", a.addr, b.addr, a.addr, h.s.ClientID(0), b.addr, b.addr)
+			t.Fatalf("a response from %v carrying the challenge token of %v's handshake connected it as client id %d",
+				a.addr, b.addr, h.s.ClientID(0))
+		}
+		if got := h.drops(ServerDropChallengeMismatch); got != 1 {
+			t.Fatalf("ServerDropChallengeMismatch = %d, want 1", got)
 		}
 		a.expectNothing("response with another client's challenge token")
 		if h.s.Stats().Dropped() != 1 {

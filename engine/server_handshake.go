@@ -17,6 +17,7 @@ type mapping struct {
 	sock             int
 	sendKey, recvKey *aead.PacketKey
 	mac              tokenMAC
+	clientID         uint64 // from the request's token
 	// expireAt ends the handshake: the token's timeout after the last
 	// request. idle is the timeout itself, measured from lastAccess (the
 	// last packet sent to or decrypted from the address).
@@ -104,6 +105,7 @@ func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToke
 		m.sendKey, m.recvKey, m.mac = send, recv, mac
 	}
 	m.sock = sock
+	m.clientID = tok.ClientID
 	m.hasTimeout = tok.TimeoutSeconds >= 0
 	m.idle = time.Duration(tok.TimeoutSeconds) * time.Second
 	m.expireAt = now.Add(m.idle)
@@ -314,6 +316,15 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 	}
 	if codec.ReadChallengeToken(p.ChallengeToken, &s.chal) != nil {
 		s.stats.CodecDrops[codec.ReasonTokenUnreadable]++ // cannot happen: 300 bytes
+		return
+	}
+	// A challenge token is only valid from the address it was sent to: one
+	// lifted from another client's handshake (by someone holding that
+	// client's keys) must not connect this address under the other id. The
+	// reference does not check this; a genuine client always returns its
+	// own token, so the check costs peers nothing.
+	if mapIdx >= 0 && s.maps.entries[mapIdx].clientID != s.chal.ClientID {
+		s.stats.Drops[ServerDropChallengeMismatch]++
 		return
 	}
 	if connected {

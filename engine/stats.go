@@ -39,6 +39,9 @@ const (
 	ServerDropQueueFull
 	// ServerDropPoolEmpty: every receive buffer of the server is in use.
 	ServerDropPoolEmpty
+	// ServerDropChallengeMismatch: a response carried a challenge token made
+	// for another client's handshake.
+	ServerDropChallengeMismatch
 	// ServerDropAppBacklog: a sharded server's application has not drained
 	// the shard's inbox: a payload found it full, or a response was ignored
 	// because the inbox could not also hold the connect and the later
@@ -62,6 +65,7 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropNotConnected:      "packet from an address that is not connected",
 	ServerDropQueueFull:         "client receive queue full",
 	ServerDropPoolEmpty:         "receive buffer pool empty",
+	ServerDropChallengeMismatch: "challenge token of another client's handshake",
 	ServerDropAppBacklog:        "application inbox full",
 }
 
