@@ -80,9 +80,8 @@ func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Clie
 		now := time.Now()
 		connected = 0
 		for _, c := range clients {
-			if c.State() != Connected {
-				c.Update(now)
-			} else {
+			c.Update(now) // connected ones too: they owe keep-alives
+			if c.State() == Connected {
 				connected++
 			}
 		}

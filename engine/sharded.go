@@ -35,10 +35,11 @@ type ShardedConfig struct {
 	// Socket sets the receive mode, batch size and buffer sizes of the
 	// sockets (ReusePort is always on).
 	Socket batchio.MmsgConfig
-	// InboxSize is how many payloads and events each shard can hold for
+	// InboxSize is how many received payloads each shard can hold for
 	// Poll, and OutboxSize how many sends the application can queue for each
 	// shard. Powers of two; default 4096 each. One entry holds a whole
-	// 1200-byte payload.
+	// 1200-byte payload. (Connects and disconnects have a ring of their own
+	// with room for every slot.)
 	InboxSize, OutboxSize int
 }
 
@@ -109,14 +110,24 @@ type ShardedServer struct {
 	public []netip.AddrPort
 }
 
+// inboxEntry is a received payload waiting for Poll.
 type inboxEntry struct {
+	order  uint64 // the shard's hand-off count: Poll merges the rings by it
+	client int32
+	n      int32
+	seq    uint64
+	data   [codec.MaxPayloadBytes]byte
+}
+
+// eventEntry is a connect or disconnect waiting for Poll. Events have their
+// own small-entry ring, sized so that every client a shard can hold has
+// room for its disconnect event.
+type eventEntry struct {
+	order    uint64
 	kind     EventKind
 	reason   DisconnectReason
 	client   int32
-	n        int32
 	clientID uint64
-	seq      uint64
-	data     [codec.MaxPayloadBytes]byte
 }
 
 type outboxKind uint8
@@ -144,9 +155,12 @@ type shard struct {
 	waker  interface{ Wake() }
 	srv    *Server
 	inbox  *ring.SPSC[inboxEntry]
+	events *ring.SPSC[eventEntry]
 	outbox *ring.SPSC[outboxEntry]
-	// reserved is how many inbox entries are kept for the disconnect events
-	// of this shard's connected clients. Shard goroutine only.
+	// order stamps every hand-off to the application; reserved is how many
+	// event entries are kept for the disconnect events of this shard's
+	// connected clients. Shard goroutine only.
+	order    uint64
 	reserved int
 	parked   atomic.Bool
 	closing  atomic.Bool
@@ -249,6 +263,9 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		if sh.inbox, err = ring.NewSPSC[inboxEntry](cfg.InboxSize); err != nil {
 			return fail(err)
 		}
+		if sh.events, err = ring.NewSPSC[eventEntry](eventRingSize(cfg.Server.MaxClients)); err != nil {
+			return fail(err)
+		}
 		if sh.outbox, err = ring.NewSPSC[outboxEntry](cfg.OutboxSize); err != nil {
 			return fail(err)
 		}
@@ -266,6 +283,15 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		go sh.run()
 	}
 	return s, nil
+}
+
+// eventRingSize holds a connect and a disconnect event for every slot.
+func eventRingSize(maxClients int) int {
+	n := 16
+	for n < 2*maxClients+16 {
+		n <<= 1
+	}
+	return n
 }
 
 // PublicAddresses returns the addresses clients' tokens must name.
@@ -312,31 +338,33 @@ func (s *ShardedServer) Stats() []ShardedStats {
 }
 
 // Poll calls fn for each event the shards have queued, at most one
-// inbox's worth per shard, and returns how many it handled. Application
-// goroutine only; ev and its Payload are valid only during fn.
+// inbox's worth of payloads per shard, and returns how many it handled.
+// Each shard's events come in the order the shard produced them (a
+// client's connect before its payloads, its payloads before its
+// disconnect). Application goroutine only; ev and its Payload are valid
+// only during fn.
 func (s *ShardedServer) Poll(fn func(ev *Event)) int {
 	handled := 0
 	for _, sh := range s.shards {
-		for range sh.inbox.Cap() {
-			e, ok := sh.inbox.Front()
-			if !ok {
-				break
+		for range sh.inbox.Cap() + sh.events.Cap() {
+			p, hasPayload := sh.inbox.Front()
+			e, hasEvent := sh.events.Front()
+			switch {
+			case hasEvent && (!hasPayload || e.order < p.order):
+				s.ev = Event{Kind: e.kind, ClientIndex: int(e.client), ClientID: e.clientID, Reason: e.reason}
+				fn(&s.ev)
+				sh.events.Release()
+			case hasPayload:
+				s.ev = Event{Kind: EventPayload, ClientIndex: int(p.client), Sequence: p.seq, Payload: p.data[:p.n]}
+				fn(&s.ev)
+				s.ev.Payload = nil
+				sh.inbox.Release()
+			default:
+				goto next
 			}
-			s.ev = Event{Kind: e.kind, ClientIndex: int(e.client)}
-			switch e.kind {
-			case EventConnect:
-				s.ev.ClientID = e.clientID
-			case EventDisconnect:
-				s.ev.Reason = e.reason
-			case EventPayload:
-				s.ev.Sequence = e.seq
-				s.ev.Payload = e.data[:e.n]
-			}
-			fn(&s.ev)
-			s.ev.Payload = nil
-			sh.inbox.Release()
 			handled++
 		}
+	next:
 	}
 	return handled
 }
@@ -345,7 +373,7 @@ func (s *ShardedServer) Poll(fn func(ev *Event)) int {
 // deadline passes, or the server is closed. Application goroutine only.
 func (s *ShardedServer) WaitEvents(deadline time.Time) {
 	for _, sh := range s.shards {
-		if sh.inbox.Len() > 0 {
+		if sh.inbox.Len() > 0 || sh.events.Len() > 0 {
 			return
 		}
 	}
@@ -540,20 +568,20 @@ func (sh *shard) drainOutbox(now time.Time) {
 	}
 }
 
-// free returns how many inbox entries are free (producer side).
-func (sh *shard) free() int { return sh.inbox.Cap() - sh.inbox.Len() }
-
-func (sh *shard) canAdmit() bool { return sh.free() >= sh.reserved+2 }
+// canAdmit reports whether the event ring has room for a new client's
+// connect and its later disconnect, beyond what is kept for the clients
+// the shard already has (producer side).
+func (sh *shard) canAdmit() bool {
+	return sh.events.Cap()-sh.events.Len() >= sh.reserved+2
+}
 
 func (sh *shard) deliver(i int32, sl *slot, payload []byte, seq uint64) bool {
-	if sh.free() <= sh.reserved {
-		return false // the rest is kept for disconnect events
-	}
 	e, ok := sh.inbox.Reserve()
 	if !ok {
 		return false
 	}
-	e.kind, e.client, e.seq = EventPayload, i, seq
+	sh.order++
+	e.order, e.client, e.seq = sh.order, i, seq
 	e.n = int32(copy(e.data[:], payload))
 	sh.inbox.Commit()
 	sh.pushed = true
@@ -565,24 +593,25 @@ func (sh *shard) onConnect(i int, clientID uint64) {
 	gen := sh.srv.slots[i].gen
 	sh.owner.owner[i].Store(uint64(gen)<<32 | uint64(sh.id+1))
 	sh.reserved++
-	sh.push(EventConnect, i, clientID, 0)
+	sh.pushEvent(EventConnect, i, clientID, 0)
 }
 
 // onDisconnect runs on the shard goroutine when a slot is reset.
 func (sh *shard) onDisconnect(i int, reason DisconnectReason) {
 	sh.owner.owner[i].Store(0)
 	sh.reserved--
-	sh.push(EventDisconnect, i, 0, reason)
+	sh.pushEvent(EventDisconnect, i, 0, reason)
 }
 
-// push queues a connect or disconnect event. canAdmit kept room for it.
-func (sh *shard) push(kind EventKind, i int, clientID uint64, reason DisconnectReason) {
-	e, ok := sh.inbox.Reserve()
+// pushEvent queues a connect or disconnect event; canAdmit kept room.
+func (sh *shard) pushEvent(kind EventKind, i int, clientID uint64, reason DisconnectReason) {
+	e, ok := sh.events.Reserve()
 	if !ok {
 		return // cannot happen: room is reserved
 	}
-	e.kind, e.client, e.clientID, e.reason, e.n = kind, int32(i), clientID, reason, 0
-	sh.inbox.Commit()
+	sh.order++
+	e.order, e.kind, e.client, e.clientID, e.reason = sh.order, kind, int32(i), clientID, reason
+	sh.events.Commit()
 	sh.pushed = true
 }
 

@@ -43,9 +43,9 @@ const (
 	// for another client's handshake.
 	ServerDropChallengeMismatch
 	// ServerDropAppBacklog: a sharded server's application has not drained
-	// the shard's inbox: a payload found it full, or a response was ignored
-	// because the inbox could not also hold the connect and the later
-	// disconnect event (the client retries).
+	// the shard's rings: a payload found the inbox full, or a response was
+	// ignored because the event ring could not also hold the connect and
+	// the later disconnect event (the client retries).
 	ServerDropAppBacklog
 
 	// NumServerDropReasons sizes per-reason counter arrays.
