@@ -282,7 +282,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	res.SetServer(w.server)
 	res.Label = o.label
 	if res.Label == "" {
-		res.Label = fmt.Sprintf("%s %s %dB %dc", mode, res.ReceiveMode, o.size, o.clients)
+		res.Label = fmt.Sprintf("%s %s %dB %dc %d shards", mode, res.ReceiveMode, o.size, o.clients, o.shards)
 	}
 	return res
 }
