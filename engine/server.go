@@ -104,6 +104,11 @@ type ServerConfig struct {
 	// 8*MaxClients at 256 clients). At
 	// most 2^22).
 	TokenReuseTableSize int
+	// KeepAliveInterval is how long a connected client may go without a
+	// packet from the server before it is sent a keep-alive: the server's
+	// send rate when idle (default PacketSendInterval, 10 Hz; allowed 1 ms to
+	// 10 s, and it should stay well below the tokens' timeout).
+	KeepAliveInterval time.Duration
 	// Logger receives lifecycle events (start, stop, connect, disconnect);
 	// nothing is logged per packet. nil discards.
 	Logger *slog.Logger
@@ -225,6 +230,12 @@ func (c *ServerConfig) normalize(conns []batchio.Conn) error {
 	}
 	if c.ReceiveBuffers < 1 || c.ReceiveBuffers > maxReceiveBuffers {
 		return fmt.Errorf("netcode: server config: ReceiveBuffers %d; allowed 1 to %d (0 means 4*MaxClients)", c.ReceiveBuffers, maxReceiveBuffers)
+	}
+	if c.KeepAliveInterval == 0 {
+		c.KeepAliveInterval = PacketSendInterval
+	}
+	if c.KeepAliveInterval < time.Millisecond || c.KeepAliveInterval > 10*time.Second {
+		return fmt.Errorf("netcode: server config: KeepAliveInterval %v; allowed 1ms to 10s (0 means %v)", c.KeepAliveInterval, PacketSendInterval)
 	}
 	if c.MaxEncryptionMappings == 0 {
 		c.MaxEncryptionMappings = 2 * c.MaxClients

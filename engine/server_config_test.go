@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
@@ -162,5 +163,26 @@ func TestServerCountsSendFailures(t *testing.T) {
 	a.send(a.request())
 	if st := h.s.Stats(); st.SendFailures != 1 || st.PacketsOut != 0 {
 		t.Fatalf("SendFailures %d PacketsOut %d; want 1, 0", st.SendFailures, st.PacketsOut)
+	}
+}
+
+// TestServerKeepAliveInterval: the configured send rate drives idle
+// keep-alives, and out-of-range values are refused with the allowed range.
+func TestServerKeepAliveInterval(t *testing.T) {
+	h := newSrvHarness(t, ServerConfig{KeepAliveInterval: 250 * time.Millisecond})
+	p := h.peer("192.0.2.9:1000", 5, nil)
+	p.connect()
+	p.received() // drop what the handshake left
+	for range 100 {
+		h.step(10 * time.Millisecond) // one idle second
+	}
+	if n := len(p.received()); n != 4 {
+		t.Fatalf("%d keep-alives in an idle second at 4 Hz, want 4", n)
+	}
+	for _, d := range []time.Duration{-time.Second, time.Microsecond, 11 * time.Second} {
+		_, err := NewServer(ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, KeepAliveInterval: d}, &srvConn{local: srvAddr})
+		if err == nil || !strings.Contains(err.Error(), "KeepAliveInterval") || !strings.Contains(err.Error(), "1ms to 10s") {
+			t.Errorf("KeepAliveInterval %v: %v", d, err)
+		}
 	}
 }

@@ -128,11 +128,11 @@ func (s *Server) sendDisconnects(i int) {
 }
 
 // sendKeepAlives sends a keep-alive to every network client that has been
-// sent nothing for PacketSendInterval.
+// sent nothing for the keep-alive interval.
 func (s *Server) sendKeepAlives(now time.Time) {
 	for _, i := range s.active.items[:s.active.n] {
 		sl := &s.slots[i]
-		if sl.loopback || now.Before(sl.lastSend.Add(PacketSendInterval)) {
+		if sl.loopback || now.Before(sl.lastSend.Add(s.cfg.KeepAliveInterval)) {
 			continue
 		}
 		s.sendKeepAlive(int(i))
