@@ -673,6 +673,69 @@ func (c *MmsgConn) sendto(fd uintptr) {
 	}
 }
 
+// sysHooks stand in for the kernel in tests, to make the failures a busy
+// host produces and a quiet loopback socket never does: EINTR, EAGAIN and
+// ENOBUFS, sendmmsg sending only part of a batch, and hard errors. Each
+// hook runs inside RawConn.Control just before the real call (recvmmsg or
+// recvfrom, sendmmsg or sendto) and decides its outcome:
+//
+//   - recv returns a non-zero errno to fail the call with it instead of
+//     making it (nothing is read), or 0 to make the call.
+//   - send gets how many datagrams the call would send and a function that
+//     returns the i-th of them (0 is the head). A non-zero errno fails the
+//     call with it instead of making it (nothing is sent); otherwise the
+//     real call is made with at most limit datagrams (limit < 1 means all),
+//     which is what a short sendmmsg looks like to the caller, and the
+//     kernel really sends only those. (A kernel that fails on a datagram
+//     after the head sends the ones before it and reports that count; the
+//     next call then fails with that datagram at the head.)
+//
+// Hooks do not apply to RecvXNet reads, which go through x/net.
+type sysHooks struct {
+	recv func() syscall.Errno
+	send func(count int, datagram func(i int) []byte) (limit int, errno syscall.Errno)
+}
+
+// setSysHooks installs h on a conn that is not in use (tests only). It
+// wraps the method values that ReadBatch and WriteBatch hand to
+// RawConn.Control, so a conn without hooks (every conn outside tests) runs
+// exactly the code it ran before hooks existed: no check, no indirection,
+// no allocation. Installing allocates the two wrappers once.
+func (c *MmsgConn) setSysHooks(h sysHooks) {
+	if h.recv != nil {
+		realRecv := c.recvFn
+		c.recvFn = func(fd uintptr) {
+			if e := h.recv(); e != 0 {
+				c.rerr = e
+				return
+			}
+			realRecv(fd)
+		}
+	}
+	if h.send != nil {
+		realSend := c.sendFn
+		datagram := func(i int) []byte {
+			hdr := &c.whdrs[c.wn+i].Hdr
+			return unsafe.Slice(hdr.Iov.Base, hdr.Iov.Len)
+		}
+		c.sendFn = func(fd uintptr) {
+			count := c.wcount
+			if c.mode == RecvSingle {
+				count = 1 // sendto sends the head only
+			}
+			limit, e := h.send(count, datagram)
+			if e != 0 {
+				c.werr = e
+				return
+			}
+			if limit >= 1 && limit < c.wcount {
+				c.wcount = limit
+			}
+			realSend(fd)
+		}
+	}
+}
+
 // decodeSockaddr turns a kernel socket address into a netip.AddrPort
 // without allocating.
 func decodeSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {

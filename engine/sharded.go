@@ -41,6 +41,15 @@ type ShardedConfig struct {
 	// 1200-byte payload. (Connects and disconnects have a ring of their own
 	// with room for every slot.)
 	InboxSize, OutboxSize int
+	// WrapConn, if set, is applied to each shard's socket once it is open,
+	// and the shard reads, writes and waits through the conn it returns:
+	// a hook for fault injection (batchio.FaultConn) and instrumentation.
+	// The wrapper must pass WaitRead through to the socket (or return no
+	// later), since the shard parks in it. If the wrapper has no Wake
+	// method, the shard is woken through the socket's. Close closes the
+	// wrapper and then the socket. nil means the sockets are used as they
+	// are.
+	WrapConn func(batchio.Conn) batchio.Conn
 }
 
 // EventKind says what a ShardedServer event reports.
@@ -152,6 +161,7 @@ type shard struct {
 	id     int
 	owner  *ShardedServer
 	conn   batchio.Conn
+	sock   batchio.Conn // the socket under conn (conn itself unless WrapConn)
 	waker  interface{ Wake() }
 	srv    *Server
 	inbox  *ring.SPSC[inboxEntry]
@@ -256,8 +266,15 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 	s.owner = make([]atomic.Uint64, cfg.Server.MaxClients)
 
 	for i, c := range conns {
-		sh := &shard{id: i, owner: s, conn: c, lock: cfg.Socket.Mode == batchio.RecvBlock}
-		if w, ok := c.(interface{ Wake() }); ok {
+		sh := &shard{id: i, owner: s, conn: c, sock: c, lock: cfg.Socket.Mode == batchio.RecvBlock}
+		if cfg.WrapConn != nil {
+			if sh.conn = cfg.WrapConn(c); sh.conn == nil {
+				return fail(fmt.Errorf("netcode: sharded server config: WrapConn returned nil for the socket on %v", c.LocalAddr()))
+			}
+		}
+		if w, ok := sh.conn.(interface{ Wake() }); ok {
+			sh.waker = w
+		} else if w, ok := c.(interface{ Wake() }); ok {
 			sh.waker = w
 		}
 		if sh.inbox, err = ring.NewSPSC[inboxEntry](cfg.InboxSize); err != nil {
@@ -272,7 +289,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		scfg := cfg.Server
 		scfg.OnConnect = sh.onConnect
 		scfg.OnDisconnect = sh.onDisconnect
-		if sh.srv, err = newServer(scfg, []batchio.Conn{c}, s.slots, s.adm); err != nil {
+		if sh.srv, err = newServer(scfg, []batchio.Conn{sh.conn}, s.slots, s.adm); err != nil {
 			return fail(err)
 		}
 		sh.srv.sink = sh
@@ -464,6 +481,9 @@ func (s *ShardedServer) Close() error {
 	var errs []error
 	for _, sh := range s.shards {
 		errs = append(errs, sh.conn.Close())
+		if sh.sock != sh.conn {
+			errs = append(errs, sh.sock.Close()) // a no-op if the wrapper closed it
+		}
 	}
 	return errors.Join(errs...)
 }
