@@ -35,8 +35,11 @@ type Conn interface {
 	// (nil), or the conn is closed (ErrClosed). A zero deadline waits
 	// without a time limit.
 	WaitRead(deadline time.Time) error
-	// WriteBatch sends msgs in order and returns how many were handed to the
-	// network. Datagrams are unreliable: a sent message may still be lost.
+	// WriteBatch tries to send every message, in order, and returns how
+	// many were handed to the network. A datagram it cannot send (a hard
+	// error, retries exhausted) is dropped and counted by the conn, and the
+	// rest still go out; callers must not resend, which could duplicate
+	// datagrams. Datagrams are unreliable: a sent one may still be lost.
 	WriteBatch(msgs []Message) (n int, err error)
 	// LocalAddr is the bound address.
 	LocalAddr() netip.AddrPort

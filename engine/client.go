@@ -649,22 +649,18 @@ func (c *Client) flush() {
 	}
 	msgs := c.tx[:c.txN]
 	c.txN = 0
-	conn := c.conns[c.txConn]
-	for len(msgs) > 0 {
-		n, err := conn.WriteBatch(msgs)
-		for i := range msgs[:n] {
-			c.stats.PacketsOut++
-			c.stats.BytesOut += uint64(msgs[i].N)
-		}
-		msgs = msgs[n:]
-		if err != nil || n == 0 {
-			if err != nil {
-				c.stats.WriteErrors++
-			}
-			c.stats.SendDropped += uint64(len(msgs))
-			return
-		}
+	// One call: WriteBatch tries every datagram and drops what it cannot
+	// send; sending any of them again could duplicate it.
+	n, err := c.conns[c.txConn].WriteBatch(msgs)
+	n = min(max(n, 0), len(msgs))
+	if err != nil {
+		c.stats.WriteErrors++
 	}
+	for i := range msgs[:n] {
+		c.stats.BytesOut += uint64(msgs[i].N)
+	}
+	c.stats.PacketsOut += uint64(n)
+	c.stats.SendDropped += uint64(len(msgs) - n)
 }
 
 // Flush sends the datagrams queued by SendPacket now instead of at the end

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -803,4 +804,56 @@ func TestCloseServerUnderTraffic(t *testing.T) {
 	}
 	t.Logf("loop exited %v after the stop, Close took %v; %d payloads received, %d of %d last sends arrived", exited, took, polled, bye, n)
 	waitGoroutines(t, base)
+}
+
+// dropOneConn drops the second datagram of every batch, as a socket does
+// after a hard error on it, and records every datagram it is offered.
+type dropOneConn struct {
+	*srvConn
+	offered [][]byte
+}
+
+func (c *dropOneConn) WriteBatch(msgs []batchio.Message) (int, error) {
+	sent := 0
+	for i := range msgs {
+		c.offered = append(c.offered, bytes.Clone(msgs[i].Buf[:msgs[i].N]))
+		if i == 1 {
+			continue
+		}
+		c.srvConn.WriteBatch(msgs[i : i+1])
+		sent++
+	}
+	return sent, nil
+}
+
+// TestFlushDoesNotResendDroppedDatagrams: when WriteBatch drops a datagram
+// in the middle of a batch, the server neither resends the rest (which would
+// duplicate them) nor loses count of the failure.
+func TestFlushDoesNotResendDroppedDatagrams(t *testing.T) {
+	h := newSrvHarness(t, ServerConfig{})
+	p := h.peer("192.0.2.7:1000", 3, nil)
+	i := p.connect()
+	p.send(p.keepAlive()) // confirm the slot: no keep-alive before each payload
+	p.received()
+	conn := &dropOneConn{srvConn: h.conns[0]}
+	h.s.out[0].conn = conn
+	for k := range 5 {
+		if err := h.s.SendPacket(i, []byte{byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := h.s.Stats().SendFailures
+	h.s.Flush()
+	seen := map[string]int{}
+	for _, d := range conn.offered {
+		seen[string(d)]++
+	}
+	for d, n := range seen {
+		if n != 1 {
+			t.Fatalf("datagram %x offered %d times", d, n)
+		}
+	}
+	if len(conn.offered) != 5 || h.s.Stats().SendFailures-before != 1 {
+		t.Fatalf("offered %d datagrams, %d failures counted; want 5 and 1", len(conn.offered), h.s.Stats().SendFailures-before)
+	}
 }
