@@ -51,18 +51,19 @@ type MmsgConn struct {
 	local netip.AddrPort
 
 	// Receive state: owner goroutine only.
-	rhdrs  []unix.Mmsghdr
-	riov   []unix.Iovec
-	rnames []unix.RawSockaddrInet6
-	rn     int
-	rerr   syscall.Errno
-	recvFn func(fd uintptr)
-	waitFn func(fd uintptr) bool
-	pollFn func(fd uintptr)
-	waited bool
-	ready  bool
-	pfd    [2]unix.PollFd
-	block  time.Duration
+	rhdrs   []unix.Mmsghdr
+	riov    []unix.Iovec
+	rnames  []unix.RawSockaddrInet6
+	rn      int
+	rerr    syscall.Errno
+	recvFn  func(fd uintptr)
+	waitFn  func(fd uintptr) bool
+	pollFn  func(fd uintptr)
+	blockFn func(fd uintptr)
+	waited  bool
+	ready   bool
+	pfd     [2]unix.PollFd
+	block   time.Duration
 
 	// Wake support: wakePending is set by Wake (any goroutine) and
 	// consumed by WaitRead; efd is an eventfd that wakes RecvBlock's poll.
@@ -245,6 +246,7 @@ func (c *MmsgConn) init() {
 	c.sendFn = c.sendmmsg
 	c.waitFn = c.waitOnce
 	c.pollFn = c.pollNow
+	c.blockFn = c.pollBlock
 	switch c.mode {
 	case RecvXNet:
 		if c.ipv6 {
@@ -556,7 +558,7 @@ func (c *MmsgConn) WaitRead(deadline time.Time) error {
 }
 
 func (c *MmsgConn) waitBlock(deadline time.Time) error {
-	fn := c.pollBlock
+	fn := c.blockFn
 	for {
 		if c.closed.Load() {
 			return ErrClosed

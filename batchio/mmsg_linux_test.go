@@ -216,3 +216,24 @@ func TestMmsgWake(t *testing.T) {
 		}
 	}
 }
+
+// TestMmsgWaitAllocs: parking and waking (a deadline or Wake) allocate
+// nothing in any mode; a shard parks after every burst.
+func TestMmsgWaitAllocs(t *testing.T) {
+	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvXNet, RecvSingle} {
+		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+		wait := func() {
+			a.Wake()
+			if err := a.WaitRead(time.Now().Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.WaitRead(time.Now().Add(time.Microsecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait()
+		if n := testing.AllocsPerRun(50, wait); n != 0 {
+			t.Errorf("%v: %v allocations per wake and timed-out wait", mode, n)
+		}
+	}
+}
