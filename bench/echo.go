@@ -116,6 +116,7 @@ func (e *EchoServer) Run() error {
 	next := time.Now()
 	for !e.stop.Load() {
 		now := time.Now()
+		in := e.srv.Stats().PacketsIn
 		e.srv.Update(now)
 		if e.echo() {
 			e.srv.Flush()
@@ -123,6 +124,9 @@ func (e *EchoServer) Run() error {
 		e.publish()
 		if !now.Before(next) {
 			next = now.Add(engine.PacketSendInterval)
+		}
+		if e.srv.Stats().PacketsIn != in {
+			continue // busy: look for more before paying for a park
 		}
 		if err := e.wait.WaitRead(next); err != nil {
 			e.srv.Stop(time.Now())
