@@ -189,13 +189,18 @@ func BenchmarkTenThousandClients(b *testing.B) {
 		probeBase := heapInUse()
 		probe := make([]*Client, 100)
 		for i := range probe {
-			probe[i], _ = NewClient(ClientConfig{ReceiveQueueSize: 4})
+			conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			probe[i], _ = NewClient(ClientConfig{ReceiveQueueSize: 4}, conn)
 		}
 		perClient := float64(heapInUse()-probeBase) / float64(len(probe))
 		runtime.KeepAlive(probe)
 		serverHeap := float64(withClients) - perClient*n
 		b.ReportMetric(float64(fixed)/slots, "fixed-B/slot")
-		b.ReportMetric(serverHeap/n, "server-B/connected-client")
+		b.ReportMetric((serverHeap-float64(fixed))/n, "added-B/connected-client")
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "connects/s")
 		b.Logf("%d clients connected in %v; server fixed %.1f MiB (%d slots), with clients %.1f MiB (%.0f B each estimated)",
 			n, elapsed, float64(fixed)/(1<<20), slots, serverHeap/(1<<20), perClient)
