@@ -344,14 +344,20 @@ func (s *ShardedServer) ClientShard(i int) int {
 // Stats returns each shard's counters, as published by the shard at most
 // 10 ms ago (a busy shard, every loop).
 func (s *ShardedServer) Stats() []ShardedStats {
-	out := make([]ShardedStats, len(s.shards))
-	for i, sh := range s.shards {
+	return s.AppendStats(make([]ShardedStats, 0, len(s.shards)))
+}
+
+// AppendStats appends each shard's counters to dst, like Stats without
+// allocating when dst has room.
+func (s *ShardedServer) AppendStats(dst []ShardedStats) []ShardedStats {
+	for _, sh := range s.shards {
 		sh.statsMu.Lock()
-		out[i] = sh.snapshot
+		st := sh.snapshot
 		sh.statsMu.Unlock()
-		out[i].OutboxFull = sh.outboxFull.Load()
+		st.OutboxFull = sh.outboxFull.Load()
+		dst = append(dst, st)
 	}
-	return out
+	return dst
 }
 
 // Poll calls fn for each event the shards have queued, at most one

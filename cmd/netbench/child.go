@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -181,10 +182,14 @@ func runServerChild(o *options) error {
 	var begin mark
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		switch strings.TrimSpace(sc.Text()) {
+		// Compared as bytes: converting to a string would count one
+		// allocation against the server's measurement window.
+		switch string(bytes.TrimSpace(sc.Bytes())) {
 		case "begin":
-			begin = takeMark(srv.echo)
+			// Reply first: encoding allocates, and the window must hold
+			// only the server's own allocations.
 			err = enc.Encode(childReply{})
+			begin = takeMark(srv.echo)
 		case "end":
 			end := takeMark(srv.echo)
 			w := serverWindow(&begin, &end)
