@@ -32,9 +32,12 @@ const (
 	recvBatchSize = 64
 	sendBatchSize = 64
 	// maxRecvBatches bounds the batches read from one conn per Update
-	// (64 * 256 datagrams, the reference's SERVER_MAX_RECEIVE_PACKETS), so a
-	// flood on one socket cannot stall timers and sends forever.
-	maxRecvBatches = 256
+	// (64 * 16 datagrams, a few milliseconds of work), so that a flood on a
+	// socket that never drains delays keep-alives, timeouts and the flush
+	// of sends by at most that much: the reference reads up to 64 * 256 per
+	// update and can starve them. A busy loop calls Update again at once,
+	// so throughput does not depend on it.
+	maxRecvBatches = 16
 )
 
 // DisconnectReason says why a client slot was reset.

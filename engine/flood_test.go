@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// floodConn is a socket under a flood that never drains: every read after
+// the real datagrams returns a full batch of connection requests with
+// valid headers and tokens that do not decrypt.
+type floodConn struct {
+	*srvConn
+	junk  []byte
+	reads int
+}
+
+func (c *floodConn) ReadBatch(msgs []batchio.Message) (int, error) {
+	n, err := c.srvConn.ReadBatch(msgs)
+	for ; n < len(msgs); n++ {
+		msgs[n].N = copy(msgs[n].Buf, c.junk)
+		msgs[n].Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(n)}), 9999)
+	}
+	c.reads++
+	return n, err
+}
+
+// TestFloodDoesNotStarveTimers: while a flood of bad requests never lets
+// the socket drain, each Update still returns after bounded work, a
+// connected client still gets its keep-alives at 10 Hz and a payload sent by
+// the application still goes out in the same Update.
+func TestFloodDoesNotStarveTimers(t *testing.T) {
+	h := newSrvHarness(t, ServerConfig{})
+	p := h.peer("192.0.2.8:1000", 4, nil)
+	i := p.connect()
+	p.send(p.keepAlive())
+	p.received()
+
+	bad := h.peer("198.51.100.1:1", 5, nil).request()
+	bad[len(bad)-1] ^= 1 // the token's tag: fails only at the XChaCha20 open
+	flood := &floodConn{srvConn: h.conns[0], junk: bad}
+	h.s.conns[0] = flood
+
+	keepAlives, payloads := 0, 0
+	for step := range 100 { // one second of fake time, 10 ms apart
+		reads := flood.reads
+		h.step(10 * time.Millisecond)
+		if got := flood.reads - reads; got > maxRecvBatches {
+			t.Fatalf("Update read %d batches from a flooding socket, bound %d", got, maxRecvBatches)
+		}
+		if step == 50 {
+			if err := h.s.SendPacket(i, []byte("state")); err != nil {
+				t.Fatal(err)
+			}
+			h.s.Flush()
+		}
+		for _, pkt := range p.received() {
+			switch pkt.Type {
+			case codec.ConnectionKeepAlive:
+				keepAlives++
+			case codec.ConnectionPayload:
+				payloads++
+			}
+		}
+	}
+	if payloads != 1 {
+		t.Fatalf("the application's payload arrived %d times under the flood, want 1", payloads)
+	}
+	if keepAlives < 9 {
+		t.Fatalf("%d keep-alives in a flooded second, want about 10", keepAlives)
+	}
+	if drops := h.codecDrops(codec.ReasonTokenDecrypt); drops < 100*maxRecvBatches*recvBatchSize/2 {
+		t.Fatalf("only %d flood packets processed", drops)
+	}
+	if !h.s.ClientConnected(i) {
+		t.Fatal("the client timed out under the flood")
+	}
+}
