@@ -31,7 +31,7 @@ func NewShardedEcho(cfg engine.ShardedConfig) (*ShardedEcho, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &ShardedEcho{srv: srv, done: make(chan struct{})}
+	e := &ShardedEcho{srv: srv, done: make(chan struct{}), stats: make([]engine.ShardedStats, 0, srv.NumShards())}
 	e.handle = e.onEvent // made once: Poll must not allocate a closure per call
 	return e, nil
 }
