@@ -97,7 +97,8 @@ type MmsgConn struct {
 		recvCalls, recvPackets, sendCalls, sendPackets atomic.Uint64
 		sendRetries, sendDropped, truncated, waits     atomic.Uint64
 	}
-	recvBufGot, sendBufGot int
+	recvBufGot, sendBufGot   int
+	recvBufWant, sendBufWant int
 }
 
 var _ Conn = (*MmsgConn)(nil)
@@ -129,15 +130,17 @@ func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
 		return nil, err
 	}
 	c := &MmsgConn{
-		file:       file,
-		rc:         rc,
-		ipv6:       ipv6,
-		mode:       cfg.Mode,
-		batch:      cfg.BatchSize,
-		local:      local,
-		recvBufGot: bufs[0],
-		sendBufGot: bufs[1],
-		efd:        -1,
+		file:        file,
+		rc:          rc,
+		ipv6:        ipv6,
+		mode:        cfg.Mode,
+		batch:       cfg.BatchSize,
+		local:       local,
+		recvBufGot:  bufs[0],
+		sendBufGot:  bufs[1],
+		recvBufWant: cfg.RecvBuffer,
+		sendBufWant: cfg.SendBuffer,
+		efd:         -1,
 	}
 	if cfg.Mode == RecvBlock {
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
@@ -221,8 +224,14 @@ func openSocket(addr netip.AddrPort, ipv6 bool, cfg *MmsgConfig) (int, netip.Add
 
 // BufferShortfall reports whether the kernel granted less socket buffer
 // than was asked for (a caller should warn: bursts will be dropped).
-func (c *MmsgConn) BufferShortfall(cfg MmsgConfig) bool {
-	return (cfg.RecvBuffer > 0 && c.recvBufGot < cfg.RecvBuffer) || (cfg.SendBuffer > 0 && c.sendBufGot < cfg.SendBuffer)
+func (c *MmsgConn) BufferShortfall() bool {
+	return (c.recvBufWant > 0 && c.recvBufGot < c.recvBufWant) || (c.sendBufWant > 0 && c.sendBufGot < c.sendBufWant)
+}
+
+// BufferSizes returns the receive and send buffer sizes asked for and
+// granted (0 asked: the system default).
+func (c *MmsgConn) BufferSizes() (recvWant, recvGot, sendWant, sendGot int) {
+	return max(c.recvBufWant, 0), c.recvBufGot, max(c.sendBufWant, 0), c.sendBufGot
 }
 
 func (c *MmsgConn) init() {

@@ -179,7 +179,10 @@ func TestMmsgReusePortAndBuffers(t *testing.T) {
 	if s := a.Stats(); s.RecvBufferGot <= 0 || s.SendBufferGot <= 0 {
 		t.Fatalf("buffers not read back: %+v", s)
 	}
-	if a.BufferShortfall(cfg) {
+	if rw, rg, sw, sg := a.BufferSizes(); rw != 1<<20 || sw != 1<<20 || rg <= 0 || sg <= 0 {
+		t.Fatalf("buffer sizes asked %d/%d, got %d/%d", rw, sw, rg, sg)
+	}
+	if a.BufferShortfall() {
 		t.Logf("kernel granted less than asked (recv %d, send %d)", a.Stats().RecvBufferGot, a.Stats().SendBufferGot)
 	}
 }

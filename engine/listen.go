@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 
 	"github.com/netcode-go/netcode/batchio"
@@ -27,6 +28,7 @@ func ListenServer(cfg ServerConfig, binds ...netip.AddrPort) (*Server, error) {
 			closeAll()
 			return nil, fmt.Errorf("netcode: server socket: %w", err)
 		}
+		warnBufferShortfall(cfg.Logger, c)
 		conns = append(conns, c)
 	}
 	s, err := NewServer(cfg, conns...)
@@ -60,4 +62,22 @@ func DialClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.owned = conns
 	return c, nil
+}
+
+// warnBufferShortfall logs a warning when the kernel granted a socket less
+// buffer than asked for (raise net.core.rmem_max/wmem_max, or run with
+// CAP_NET_ADMIN): a burst larger than the buffer is dropped by the kernel.
+func warnBufferShortfall(log *slog.Logger, c batchio.Conn) {
+	m, ok := c.(interface {
+		BufferShortfall() bool
+		BufferSizes() (recvWant, recvGot, sendWant, sendGot int)
+	})
+	if !ok || log == nil || !m.BufferShortfall() {
+		return
+	}
+	rw, rg, sw, sg := m.BufferSizes()
+	log.Warn("netcode: kernel granted smaller socket buffers than asked",
+		slog.String("addr", c.LocalAddr().String()),
+		slog.Int("recv_asked", rw), slog.Int("recv_got", rg),
+		slog.Int("send_asked", sw), slog.Int("send_got", sg))
 }

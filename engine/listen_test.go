@@ -1,9 +1,15 @@
 package engine
 
 import (
+	"bytes"
+	"log/slog"
 	"net/netip"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 // TestListenServerDialClient connects a DialClient to a ListenServer bound
@@ -44,5 +50,24 @@ func TestListenServerDialClient(t *testing.T) {
 	}
 	if _, err := ListenServer(ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey}); err == nil {
 		t.Fatal("ListenServer without addresses succeeded")
+	}
+}
+
+// TestBufferShortfallWarning: a socket that got less buffer than asked is
+// reported through the logger.
+func TestBufferShortfallWarning(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	// Asking for more than the kernel's cap (without FORCE) is refused
+	// quietly and read back smaller; as root FORCE may grant it, so ask for
+	// an amount no kernel grants.
+	c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: 1 << 30})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer c.Close()
+	warnBufferShortfall(log, c)
+	if runtime.GOOS == "linux" && !strings.Contains(buf.String(), "smaller socket buffers") {
+		t.Fatalf("no warning for a 1 GiB receive buffer: %q", buf.String())
 	}
 }

@@ -88,6 +88,10 @@ type ShardedStats struct {
 	Loops, Parks uint64
 	// Connected is the number of clients the shard owns.
 	Connected int
+	// RecvCalls/RecvPackets and SendCalls/SendPackets are the socket's
+	// system calls and datagrams (their ratio is the mean batch size), when
+	// it is a batchio.MmsgConn.
+	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
 }
 
 // ShardedServer is a netcode server for many players: N shards, each a
@@ -243,6 +247,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 			if err != nil {
 				return fail(fmt.Errorf("netcode: shard socket on %v: %w", addr, err))
 			}
+			warnBufferShortfall(cfg.Server.Logger, c)
 			conns = append(conns, c)
 			addr = c.LocalAddr() // the rest share the port the first got
 		}
@@ -646,6 +651,11 @@ func (sh *shard) publish() {
 	st := ShardedStats{
 		ServerStats: sh.srv.stats, StaleSends: sh.staleSends,
 		Loops: sh.loops, Parks: sh.parks, Connected: sh.srv.active.n,
+	}
+	if m, ok := sh.sock.(*batchio.MmsgConn); ok {
+		ms := m.Stats()
+		st.RecvCalls, st.RecvPackets = ms.RecvCalls, ms.RecvPackets
+		st.SendCalls, st.SendPackets = ms.SendCalls, ms.SendPackets
 	}
 	sh.statsMu.Lock()
 	sh.snapshot = st

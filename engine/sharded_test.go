@@ -94,7 +94,15 @@ func TestShardedEndToEnd(t *testing.T) {
 		srv.Poll(handle)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for srv.NumConnectedClients() < numClients && time.Now().Before(deadline) {
+	allConnected := func() bool { // both sides: the server admits a client before it hears so
+		for _, c := range clients {
+			if c.State() != Connected {
+				return false
+			}
+		}
+		return srv.NumConnectedClients() == numClients
+	}
+	for !allConnected() && time.Now().Before(deadline) {
 		step()
 	}
 	if n := srv.NumConnectedClients(); n != numClients {
