@@ -46,6 +46,36 @@ func checkAddresses(addrs []netip.AddrPort) error {
 	return nil
 }
 
+// writeAddressList writes the address count and the addresses, the same
+// in both tokens.
+func writeAddressList(w *writer, addrs []netip.AddrPort) {
+	w.u32(uint32(len(addrs)))
+	for _, a := range addrs {
+		writeAddress(w, a)
+	}
+}
+
+// readAddressList reads an address count in [1,32] and the addresses into
+// dst, zeroing the unused entries.
+func readAddressList(r *reader, dst *[MaxServersPerConnect]netip.AddrPort) (int, error) {
+	n := r.u32()
+	if r.short {
+		return 0, ReasonTokenUnreadable
+	}
+	if n < 1 || n > MaxServersPerConnect {
+		return 0, ReasonAddressCount
+	}
+	for i := range int(n) {
+		a, err := readAddress(r)
+		if err != nil {
+			return 0, err
+		}
+		dst[i] = a
+	}
+	clear(dst[n:])
+	return int(n), nil
+}
+
 // WritePrivateToken writes t as the 1024-byte plaintext private token into
 // buf[:1024], zero padded. The last 16 bytes (room for the tag) are zero.
 func WritePrivateToken(buf []byte, t *PrivateToken) error {
@@ -61,10 +91,7 @@ func WritePrivateToken(buf []byte, t *PrivateToken) error {
 	w := writer{buf: buf[:PrivateTokenBytes]}
 	w.u64(t.ClientID)
 	w.u32(uint32(t.TimeoutSeconds))
-	w.u32(uint32(t.NumServerAddresses))
-	for _, a := range t.Addresses() {
-		writeAddress(&w, a)
-	}
+	writeAddressList(&w, t.Addresses())
 	w.bytes(t.ClientToServerKey[:])
 	w.bytes(t.ServerToClientKey[:])
 	w.bytes(t.UserData[:])
@@ -85,22 +112,11 @@ func ReadPrivateToken(buf []byte, t *PrivateToken) error {
 	r := reader{buf: buf}
 	t.ClientID = r.u64()
 	t.TimeoutSeconds = int32(r.u32())
-	n := r.u32()
-	if r.short {
-		return ReasonTokenUnreadable
+	n, err := readAddressList(&r, &t.ServerAddresses)
+	if err != nil {
+		return err
 	}
-	if n < 1 || n > MaxServersPerConnect {
-		return ReasonAddressCount
-	}
-	t.NumServerAddresses = int(n)
-	for i := range int(n) {
-		a, err := readAddress(&r)
-		if err != nil {
-			return err
-		}
-		t.ServerAddresses[i] = a
-	}
-	clear(t.ServerAddresses[n:])
+	t.NumServerAddresses = n
 	r.bytes(t.ClientToServerKey[:])
 	r.bytes(t.ServerToClientKey[:])
 	r.bytes(t.UserData[:])
@@ -150,10 +166,7 @@ func WriteConnectToken(buf []byte, t *ConnectToken) error {
 	w.bytes(t.Nonce[:])
 	w.bytes(t.PrivateData[:])
 	w.u32(uint32(t.TimeoutSeconds))
-	w.u32(uint32(t.NumServerAddresses))
-	for _, a := range t.Addresses() {
-		writeAddress(&w, a)
-	}
+	writeAddressList(&w, t.Addresses())
 	w.bytes(t.ClientToServerKey[:])
 	w.bytes(t.ServerToClientKey[:])
 	w.zeroRest()
@@ -181,19 +194,11 @@ func ReadConnectToken(buf []byte, t *ConnectToken) error {
 	r.bytes(t.Nonce[:])
 	r.bytes(t.PrivateData[:])
 	t.TimeoutSeconds = int32(r.u32())
-	n := r.u32()
-	if n < 1 || n > MaxServersPerConnect {
-		return ReasonAddressCount
+	n, err := readAddressList(&r, &t.ServerAddresses)
+	if err != nil {
+		return err
 	}
-	t.NumServerAddresses = int(n)
-	for i := range int(n) {
-		a, err := readAddress(&r)
-		if err != nil {
-			return err
-		}
-		t.ServerAddresses[i] = a
-	}
-	clear(t.ServerAddresses[n:])
+	t.NumServerAddresses = n
 	r.bytes(t.ClientToServerKey[:])
 	r.bytes(t.ServerToClientKey[:])
 	if r.short {
