@@ -65,8 +65,7 @@ func (e *ShardedEcho) Stop() { e.stop.Store(true) }
 // Wait blocks until Run has returned.
 func (e *ShardedEcho) Wait() { <-e.done }
 
-// Counters sums the shards' counters (published by each shard at most
-// 10 ms ago).
+// Counters sums the shards' counters (as of each shard's last loop pass).
 func (e *ShardedEcho) Counters() EchoCounters {
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
