@@ -21,6 +21,10 @@ type MmsgConfig struct {
 	// TOS, when non-zero, is the DSCP/TOS byte (IPv4) or traffic class
 	// (IPv6) of outgoing packets.
 	TOS int
+	// PacketInfo asks for each datagram's local address (IP_PKTINFO or
+	// IPV6_RECVPKTINFO) on reads and honours Message.Local on writes.
+	// It needs the mmsg or block mode.
+	PacketInfo bool
 }
 
 const (
@@ -50,6 +54,9 @@ func (c *MmsgConfig) validate() error {
 	}
 	if c.SendBuffer == 0 {
 		c.SendBuffer = defaultSockBuf
+	}
+	if c.PacketInfo && c.Mode != RecvMmsg && c.Mode != RecvBlock {
+		return fmt.Errorf("batchio: PacketInfo needs receive mode mmsg or block, not %v", c.Mode)
 	}
 	if c.TOS < 0 || c.TOS > 255 {
 		return fmt.Errorf("batchio: TOS %d; want 0 to 255", c.TOS)

@@ -17,6 +17,13 @@ type Message struct {
 	Buf  []byte
 	N    int
 	Addr netip.AddrPort
+	// Local is the local end of the datagram on a conn opened with
+	// MmsgConfig.PacketInfo: a read sets it to the address the datagram
+	// was sent to, and a write sends from it (the zero Addr lets the
+	// kernel choose). Other conns ignore it. It lets one socket bound to
+	// the wildcard address stand in for many local addresses, as a load
+	// generator does with 127.0.0.0/8.
+	Local netip.Addr
 }
 
 // Conn is a datagram socket used in batches by a single goroutine at a time

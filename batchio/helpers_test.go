@@ -26,7 +26,7 @@ func readAll(t *testing.T, c Conn, msgs []Message, want int) []Message {
 			t.Fatal(err)
 		}
 		for _, m := range msgs[:n] {
-			out = append(out, Message{Buf: bytes.Clone(m.Buf[:m.N]), N: m.N, Addr: m.Addr})
+			out = append(out, Message{Buf: bytes.Clone(m.Buf[:m.N]), N: m.N, Addr: m.Addr, Local: m.Local})
 		}
 		if n == 0 {
 			if err := c.WaitRead(deadline); err != nil {

@@ -49,6 +49,11 @@ type MmsgConn struct {
 	mode  RecvMode
 	batch int
 	local netip.AddrPort
+	// pktinfo: control buffers of pktinfoSpace bytes per header carry
+	// each datagram's local address (MmsgConfig.PacketInfo).
+	pktinfo bool
+	rctl    []byte
+	wctl    []byte
 
 	// Receive state: owner goroutine only.
 	rhdrs   []unix.Mmsghdr
@@ -141,6 +146,7 @@ func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
 		recvBufWant: cfg.RecvBuffer,
 		sendBufWant: cfg.SendBuffer,
 		efd:         -1,
+		pktinfo:     cfg.PacketInfo,
 	}
 	if cfg.Mode == RecvBlock {
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
@@ -199,6 +205,11 @@ func openSocket(addr netip.AddrPort, ipv6 bool, cfg *MmsgConfig) (int, netip.Add
 			return fail("TOS", err)
 		}
 	}
+	if cfg.PacketInfo {
+		if err := enablePacketInfo(fd, ipv6); err != nil {
+			return fail("packet info", err)
+		}
+	}
 	var sa unix.Sockaddr
 	if ipv6 {
 		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
@@ -248,6 +259,10 @@ func (c *MmsgConn) init() {
 		c.whdrs[i].Hdr.Iov = &c.wiov[i]
 		c.whdrs[i].Hdr.SetIovlen(1)
 		c.whdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.wnames[i]))
+	}
+	if c.pktinfo {
+		c.rctl = make([]byte, n*pktinfoSpace)
+		c.wctl = make([]byte, n*pktinfoSpace)
 	}
 	// Method values are made once: passing a fresh closure to RawConn on
 	// every call would allocate.
@@ -368,6 +383,10 @@ func (c *MmsgConn) ReadBatch(msgs []Message) (int, error) {
 		h.Name = (*byte)(unsafe.Pointer(&c.rnames[i]))
 		h.Namelen = unix.SizeofSockaddrInet6
 		h.Flags = 0
+		if c.pktinfo {
+			h.Control = &c.rctl[i*pktinfoSpace]
+			h.SetControllen(pktinfoSpace)
+		}
 	}
 	c.rn = n
 	if err := c.rc.Control(c.recvFn); err != nil {
@@ -394,6 +413,11 @@ func (c *MmsgConn) ReadBatch(msgs []Message) (int, error) {
 		}
 		msgs[got].N = int(h.Len)
 		msgs[got].Addr = decodeSockaddr(&c.rnames[i])
+		msgs[got].Local = netip.Addr{}
+		if c.pktinfo {
+			off := i * pktinfoSpace
+			msgs[got].Local = parsePacketInfo(c.rctl[off : off+min(int(h.Hdr.Controllen), pktinfoSpace)])
+		}
 		got++
 	}
 	c.stats.recvPackets.Add(uint64(got))
@@ -611,6 +635,9 @@ func (c *MmsgConn) WriteBatch(msgs []Message) (int, error) {
 				break
 			}
 			c.whdrs[n].Hdr.Namelen = nameLen
+			if c.pktinfo {
+				c.setSource(n, m.Local)
+			}
 			c.wiov[n].Base = &m.Buf[0]
 			c.wiov[n].SetLen(m.N)
 			n++
@@ -628,6 +655,22 @@ func (c *MmsgConn) WriteBatch(msgs []Message) (int, error) {
 		msgs = msgs[n:]
 	}
 	return sent, nil
+}
+
+// setSource makes header i send from src, or lets the kernel choose when
+// src is the zero Addr or of the other family.
+func (c *MmsgConn) setSource(i int, src netip.Addr) {
+	h := &c.whdrs[i].Hdr
+	h.Control = nil
+	h.SetControllen(0)
+	if !src.IsValid() {
+		return
+	}
+	ctl := c.wctl[i*pktinfoSpace : (i+1)*pktinfoSpace]
+	if n := writePacketInfo(ctl, src, c.ipv6); n > 0 {
+		h.Control = &ctl[0]
+		h.SetControllen(n)
+	}
 }
 
 // sendChunk sends the first n prepared headers.
