@@ -4,6 +4,7 @@ package bench
 
 import (
 	"crypto/rand"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -49,18 +50,32 @@ func testKey(t *testing.T) []byte {
 	return key
 }
 
-// TestEndToEnd runs a few real clients against the echo server on loopback
-// for about a second: every client connects, nothing is lost, and every
-// echo is timed.
+// TestEndToEnd runs real clients against the echo server on loopback for
+// about a second: every client connects, nothing is lost, and every echo is
+// timed. Shared sockets run 300 clients on two workers, so addresses span
+// more than one 127.x.y.0/24.
 func TestEndToEnd(t *testing.T) {
-	const clients, rate = 4, 50
+	for _, tc := range []struct {
+		sockets LoadSockets
+		clients int
+	}{{SocketsPerClient, 4}, {SocketsShared, 300}} {
+		t.Run(fmt.Sprint(tc.sockets), func(t *testing.T) { testEndToEnd(t, tc.sockets, tc.clients) })
+	}
+}
+
+func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
+	const rate = 50
 	key := testKey(t)
 	echo, addr := startTestEcho(t, key, clients)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100})
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
+		Sockets: sockets, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer load.Close()
+	if load.Sockets() != sockets {
+		t.Fatalf("load uses %v sockets; want %v", load.Sockets(), sockets)
+	}
 	load.Start()
 	if n := load.WaitConnected(10*time.Second, nil); n != clients {
 		t.Fatalf("%d of %d clients connected", n, clients)
@@ -95,15 +110,25 @@ func TestEndToEnd(t *testing.T) {
 	if n := load.ClientsWithLoss(); n != 0 {
 		t.Errorf("%d clients lost payloads", n)
 	}
+	if st := load.SharedStats(); st.Stray != 0 || st.Unread != 0 || st.SendDropped != 0 {
+		t.Errorf("shared sockets: %+v; want no stray, unread or dropped datagrams", st)
+	}
 }
 
 // TestHandshakeLoad: clients connect, disconnect and reconnect with their
 // tokens over and over; each handshake is counted and timed.
 func TestHandshakeLoad(t *testing.T) {
+	for _, sockets := range []LoadSockets{SocketsPerClient, SocketsShared} {
+		t.Run(fmt.Sprint(sockets), func(t *testing.T) { testHandshakeLoad(t, sockets) })
+	}
+}
+
+func testHandshakeLoad(t *testing.T, sockets LoadSockets) {
 	const clients = 2
 	key := testKey(t)
 	echo, addr := startTestEcho(t, key, clients)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, Mode: LoadHandshake})
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, Mode: LoadHandshake,
+		Sockets: sockets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +197,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"payload too small", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: StampBytes - 1}},
 		{"payload too big", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 1201}},
 		{"bad key", LoadConfig{Server: addr, PrivateKey: key[:16], Clients: 1, PayloadBytes: 100}},
+		{"shared towards IPv6", LoadConfig{Server: netip.MustParseAddrPort("[::1]:1"), PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared}},
+		{"shared with a bind address", LoadConfig{Server: addr, Bind: netip.MustParseAddr("127.0.0.1"), PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared}},
+		{"unknown sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: 7}},
+		{"negative workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Workers: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // Load limits and defaults.
 const (
-	// MaxLoadClients bounds LoadConfig.Clients (one socket each).
+	// MaxLoadClients bounds LoadConfig.Clients.
 	MaxLoadClients = 1 << 16
 	// maxSendBurst is the most payloads one client sends in one wake-up
 	// when it is behind its schedule; beyond that it skips sends and counts
@@ -29,6 +30,8 @@ const (
 	maxSendBurst = 32
 	// maxLoadShards bounds the histograms: one per group of clients.
 	maxLoadShards = 16
+	// maxLoadWorkers bounds LoadConfig.Workers.
+	maxLoadWorkers = 64
 	// clientSocketBuffer is each client socket's buffer size.
 	clientSocketBuffer = 256 << 10
 	// clientQueue is each engine client's receive queue; the goroutine
@@ -62,8 +65,8 @@ type LoadConfig struct {
 	// server's.
 	PrivateKey []byte
 	ProtocolID uint64
-	// Clients is the number of clients, each with its own socket (the
-	// server tells clients apart by address).
+	// Clients is the number of clients. The server tells clients apart by
+	// address, so each needs its own: see Sockets.
 	Clients int
 	// PayloadBytes is the payload size, StampBytes to 1200.
 	PayloadBytes int
@@ -78,9 +81,51 @@ type LoadConfig struct {
 	TimeoutSeconds int32
 	// ExpireSeconds is the tokens' life (0 means 600).
 	ExpireSeconds int64
+	// Sockets selects how clients get their addresses (default
+	// SocketsAuto).
+	Sockets LoadSockets
+	// Workers is how many goroutines drive the clients when they share
+	// sockets (0: GOMAXPROCS, and no more than one per 64 clients).
+	Workers int
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
 }
+
+// LoadSockets selects how a load gives its clients distinct addresses.
+type LoadSockets int
+
+var loadSocketsNames = []string{"auto", "shared", "per-client"}
+
+func (s LoadSockets) String() string {
+	if s >= 0 && int(s) < len(loadSocketsNames) {
+		return loadSocketsNames[s]
+	}
+	return fmt.Sprintf("LoadSockets(%d)", int(s))
+}
+
+// ParseLoadSockets parses "auto", "shared" or "per-client".
+func ParseLoadSockets(s string) (LoadSockets, error) {
+	for i, n := range loadSocketsNames {
+		if n == s {
+			return LoadSockets(i), nil
+		}
+	}
+	return 0, fmt.Errorf("bench: sockets %q; want auto, shared or per-client", s)
+}
+
+const (
+	// SocketsAuto shares sockets when the server is on IPv4 loopback and
+	// Bind is not set, and gives each client its own otherwise.
+	SocketsAuto LoadSockets = iota
+	// SocketsShared gives each worker one socket bound to the IPv4
+	// wildcard address and each client its own address in 127.0.0.0/8 on
+	// it (see muxWorker): the workers batch every client's datagrams into
+	// one recvmmsg and one sendmmsg. It needs an IPv4 loopback server.
+	SocketsShared
+	// SocketsPerClient gives each client its own socket and goroutine,
+	// which works towards any server but cannot batch across clients.
+	SocketsPerClient
+)
 
 // LoadTotals are a Load's counters over the current window.
 type LoadTotals struct {
@@ -127,7 +172,7 @@ type loadShard struct {
 
 type loadClient struct {
 	idx   int
-	conn  *batchio.MmsgConn
+	conn  *batchio.MmsgConn // SocketsPerClient: the client's own socket
 	cl    *engine.Client
 	token []byte
 	shard *loadShard
@@ -137,18 +182,27 @@ type loadClient struct {
 	track SeqTracker
 	up    bool // counted in Load.connected
 	ever  bool // was connected at least once
+
+	// Schedule, owned by the goroutine that drives the client.
+	gen       uint64        // of the rate settings below
+	interval  time.Duration // between payloads; 0: paused
+	next, end time.Time     // next payload; window end (zero: open)
+	began     time.Time     // of the handshake in progress
 }
 
-// Load is a set of real netcode clients driving a server. Each client has
-// its own socket and goroutine; the goroutine parks in WaitRead with its
-// next send time as the deadline, so an echo is timed the moment it wakes
-// the goroutine and idle clients cost nothing.
+// Load is a set of real netcode clients driving a server. With shared
+// sockets a few workers each drive many clients through one socket (see
+// muxWorker); with per-client sockets each client has its own goroutine,
+// which parks in WaitRead with its next send time as the deadline. Either
+// way an echo is timed when it wakes its driver, and idle clients cost
+// nothing.
 type Load struct {
 	cfg     LoadConfig
 	log     *slog.Logger
 	start   time.Time // the monotonic epoch of payload stamps
 	clients []*loadClient
 	shards  []*loadShard
+	workers []*muxWorker // SocketsShared only
 
 	gen      atomic.Uint64 // bumped when the fields below change
 	interval atomic.Int64  // ns between sends per client; 0: paused
@@ -174,7 +228,8 @@ func (c *LoadConfig) normalize() error {
 	if c.Mode != LoadEcho && c.Mode != LoadHandshake {
 		return fmt.Errorf("bench: load mode %d; want LoadEcho or LoadHandshake", c.Mode)
 	}
-	if !c.Bind.IsValid() {
+	bindSet := c.Bind.IsValid()
+	if !bindSet {
 		c.Bind = netip.IPv6Loopback()
 		if c.Server.Addr().Unmap().Is4() {
 			c.Bind = netip.AddrFrom4([4]byte{127, 0, 0, 1})
@@ -189,11 +244,33 @@ func (c *LoadConfig) normalize() error {
 	if c.ExpireSeconds == 0 {
 		c.ExpireSeconds = 600
 	}
+	loopback4 := c.Server.Addr().Unmap().Is4() && c.Server.Addr().IsLoopback()
+	switch c.Sockets {
+	case SocketsAuto:
+		c.Sockets = SocketsPerClient
+		if loopback4 && !bindSet {
+			c.Sockets = SocketsShared
+		}
+	case SocketsShared:
+		if !loopback4 || bindSet {
+			return fmt.Errorf("bench: shared sockets need a server on IPv4 loopback and no bind address (server %v)", c.Server)
+		}
+	case SocketsPerClient:
+	default:
+		return fmt.Errorf("bench: sockets mode %d; want SocketsAuto, SocketsShared or SocketsPerClient", c.Sockets)
+	}
+	if c.Workers < 0 || c.Workers > maxLoadWorkers {
+		return fmt.Errorf("bench: %d workers; want 0 (automatic) to %d", c.Workers, maxLoadWorkers)
+	}
+	if c.Workers == 0 {
+		c.Workers = max(1, min(runtime.GOMAXPROCS(0), (c.Clients+63)/64))
+	}
+	c.Workers = min(c.Workers, c.Clients)
 	return nil
 }
 
-// NewLoad opens the client sockets and mints one connect token per client.
-// Start starts the clients.
+// NewLoad opens the sockets and mints one connect token per client. Start
+// starts the clients.
 func NewLoad(cfg LoadConfig) (*Load, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -207,6 +284,17 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 	for i := range l.shards {
 		l.shards[i] = &loadShard{hist: NewHistogram()}
 	}
+	if cfg.Sockets == SocketsShared {
+		l.workers = make([]*muxWorker, 0, cfg.Workers)
+		for range cfg.Workers {
+			w, err := newMuxWorker(l, (cfg.Clients+cfg.Workers-1)/cfg.Workers)
+			if err != nil {
+				l.closeConns()
+				return nil, err
+			}
+			l.workers = append(l.workers, w)
+		}
+	}
 	now := time.Now()
 	l.clients = make([]*loadClient, 0, cfg.Clients)
 	for i := range cfg.Clients {
@@ -216,6 +304,9 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 			return nil, err
 		}
 		l.clients = append(l.clients, c)
+		if len(l.workers) > 0 {
+			l.workers[i%len(l.workers)].adopt(c)
+		}
 	}
 	return l, nil
 }
@@ -233,20 +324,29 @@ func (l *Load) newClient(i int, now time.Time) (*loadClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: mint token: %w", err)
 	}
-	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(l.cfg.Bind, 0), batchio.MmsgConfig{
-		RecvBuffer: clientSocketBuffer, SendBuffer: clientSocketBuffer,
-	})
+	var conn batchio.Conn
+	var own *batchio.MmsgConn
+	if len(l.workers) > 0 {
+		conn, err = l.workers[i%len(l.workers)].attach(i)
+	} else {
+		own, err = batchio.ListenMmsg(netip.AddrPortFrom(l.cfg.Bind, 0), batchio.MmsgConfig{
+			RecvBuffer: clientSocketBuffer, SendBuffer: clientSocketBuffer,
+		})
+		conn = own
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: client %d socket: %w", i, err)
 	}
 	cl, err := engine.NewClient(engine.ClientConfig{ReceiveQueueSize: clientQueue}, conn)
 	if err != nil {
-		conn.Close()
+		if own != nil {
+			own.Close()
+		}
 		return nil, err
 	}
 	c := &loadClient{
 		idx:   i,
-		conn:  conn,
+		conn:  own,
 		cl:    cl,
 		token: token,
 		shard: l.shards[i%len(l.shards)],
@@ -259,10 +359,17 @@ func (l *Load) newClient(i int, now time.Time) (*loadClient, error) {
 	return c, nil
 }
 
-func (l *Load) closeConns() {
+func (l *Load) closeConns() error {
+	var errs []error
 	for _, c := range l.clients {
-		c.conn.Close()
+		if c.conn != nil {
+			errs = append(errs, c.conn.Close())
+		}
 	}
+	for _, w := range l.workers {
+		errs = append(errs, w.conn.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Start starts the clients' goroutines; they connect, paced so as not to
@@ -273,6 +380,13 @@ func (l *Load) Start() {
 	}
 	l.started = true
 	l.start = time.Now()
+	if len(l.workers) > 0 {
+		l.wg.Add(len(l.workers))
+		for _, w := range l.workers {
+			go w.run()
+		}
+		return
+	}
 	l.wg.Add(len(l.clients))
 	go func() {
 		for i, c := range l.clients {
@@ -305,6 +419,29 @@ func (l *Load) WaitConnected(timeout time.Duration, stop <-chan struct{}) int {
 		case <-t.C:
 		}
 	}
+}
+
+// Sockets returns how the clients got their addresses.
+func (l *Load) Sockets() LoadSockets { return l.cfg.Sockets }
+
+// SharedStats are the shared sockets' own counters, summed over workers.
+type SharedStats struct {
+	Workers     int
+	Stray       uint64 // datagrams for an address no client has
+	Unread      uint64 // datagrams a client did not take (too long, or over its read budget)
+	SendDropped uint64 // datagrams the sockets did not send
+}
+
+// SharedStats returns the shared sockets' counters (zero with per-client
+// sockets). Call it after Close.
+func (l *Load) SharedStats() SharedStats {
+	st := SharedStats{Workers: len(l.workers)}
+	for _, w := range l.workers {
+		st.Stray += w.stray
+		st.Unread += w.unread
+		st.SendDropped += w.sendDrops
+	}
+	return st
 }
 
 // Connected returns the number of clients connected now.
@@ -397,14 +534,11 @@ func (l *Load) EverConnected() int {
 // for their goroutines and closes the sockets.
 func (l *Load) Close() error {
 	l.stopping.Store(true)
-	l.wg.Wait()
-	var errs []error
-	for _, c := range l.clients {
-		if err := c.conn.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	for _, w := range l.workers {
+		w.conn.Wake()
 	}
-	return errors.Join(errs...)
+	l.wg.Wait()
+	return l.closeConns()
 }
 
 // setUp keeps the connected count in step with the client's state.
@@ -421,56 +555,69 @@ func (l *Load) setUp(c *loadClient, up bool) {
 	}
 }
 
-// run is one client's goroutine.
+// run is one client's goroutine (SocketsPerClient).
 func (l *Load) run(c *loadClient) {
 	defer l.wg.Done()
 	defer l.setUp(c, false)
-	now := time.Now()
-	if err := c.cl.Connect(c.token, now); err != nil {
-		l.log.Warn("bench: connect", "client", c.idx, "err", err)
+	if !l.begin(c, time.Now()) {
 		return
 	}
-	if l.cfg.Mode == LoadHandshake {
-		l.runHandshakes(c, now)
-		return
-	}
-	var (
-		gen       uint64
-		interval  time.Duration
-		next, end time.Time
-	)
 	for {
-		now = time.Now()
+		now := time.Now()
 		if l.stopping.Load() {
 			c.cl.Disconnect(now)
 			return
 		}
-		c.cl.Update(now)
-		connected := c.cl.State() == engine.Connected
-		l.setUp(c, connected)
-		l.receive(c, now)
-		if g := l.gen.Load(); g != gen {
-			gen = g
-			interval = time.Duration(l.interval.Load())
-			// Spread the clients' sends evenly over one interval.
-			start := l.start.Add(time.Duration(l.winStart.Load()))
-			next = start.Add(interval * time.Duration(c.idx) / time.Duration(len(l.clients)))
-			end = time.Time{}
-			if e := l.winEnd.Load(); e != 0 {
-				end = l.start.Add(time.Duration(e))
-			}
-		}
-		deadline := now.Add(engine.PacketSendInterval)
-		if interval > 0 && connected && (end.IsZero() || next.Before(end)) {
-			l.send(c, now, interval, &next, end)
-			if next.Before(deadline) {
-				deadline = next
-			}
+		deadline, ok := l.tick(c, now)
+		if !ok {
+			return
 		}
 		if err := c.conn.WaitRead(deadline); err != nil {
 			return
 		}
 	}
+}
+
+// begin starts a client's first handshake.
+func (l *Load) begin(c *loadClient, now time.Time) bool {
+	c.began = now
+	if err := c.cl.Connect(c.token, now); err != nil {
+		l.log.Warn("bench: connect", "client", c.idx, "err", err)
+		return false
+	}
+	return true
+}
+
+// tick runs a client at now: its engine update, its echoes and the
+// payloads due. It returns when the client next needs attention, or false
+// if it cannot go on.
+func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
+	if l.cfg.Mode == LoadHandshake {
+		return l.handshakeTick(c, now)
+	}
+	c.cl.Update(now)
+	connected := c.cl.State() == engine.Connected
+	l.setUp(c, connected)
+	l.receive(c, now)
+	if g := l.gen.Load(); g != c.gen {
+		c.gen = g
+		c.interval = time.Duration(l.interval.Load())
+		// Spread the clients' sends evenly over one interval.
+		start := l.start.Add(time.Duration(l.winStart.Load()))
+		c.next = start.Add(c.interval * time.Duration(c.idx) / time.Duration(len(l.clients)))
+		c.end = time.Time{}
+		if e := l.winEnd.Load(); e != 0 {
+			c.end = l.start.Add(time.Duration(e))
+		}
+	}
+	deadline := now.Add(engine.PacketSendInterval)
+	if c.interval > 0 && connected && (c.end.IsZero() || c.next.Before(c.end)) {
+		l.send(c, now)
+		if c.next.Before(deadline) {
+			deadline = c.next
+		}
+	}
+	return deadline, true
 }
 
 // receive times and counts every echo waiting in the client's queue.
@@ -512,7 +659,8 @@ func (l *Load) receive(c *loadClient, now time.Time) {
 // send sends the payloads due by now and before end (if not zero), at most
 // maxSendBurst of them; if the client is further behind it skips the rest
 // and counts them as lag.
-func (l *Load) send(c *loadClient, now time.Time, interval time.Duration, next *time.Time, end time.Time) {
+func (l *Load) send(c *loadClient, now time.Time) {
+	interval, next, end := c.interval, &c.next, c.end
 	nowNs := int64(now.Sub(l.start))
 	sent, lag := uint64(0), uint64(0)
 	for !next.After(now) && (end.IsZero() || next.Before(end)) {
@@ -541,16 +689,13 @@ func (l *Load) send(c *loadClient, now time.Time, interval time.Duration, next *
 	s.mu.Unlock()
 }
 
-// runHandshakes connects, disconnects as soon as connected and connects
-// again with the same token (a reconnect from the same address continues
-// the token's sequences), timing each handshake.
-func (l *Load) runHandshakes(c *loadClient, began time.Time) {
-	for {
-		now := time.Now()
-		if l.stopping.Load() {
-			c.cl.Disconnect(now)
-			return
-		}
+// handshakeTick drives LoadHandshake: it disconnects a client as soon as
+// it is connected and connects again with the same token (a reconnect from
+// the same address continues the token's sequences), timing each handshake.
+func (l *Load) handshakeTick(c *loadClient, now time.Time) (time.Time, bool) {
+	// A new handshake sends its request at once; an error state reached at
+	// once (an expired token) is retried at the next tick, not in a loop.
+	for range 2 {
 		c.cl.Update(now)
 		st := c.cl.State()
 		switch {
@@ -559,7 +704,7 @@ func (l *Load) runHandshakes(c *loadClient, began time.Time) {
 			s := c.shard
 			s.mu.Lock()
 			s.Handshakes++
-			RecordLatency(s.hist, now.Sub(began))
+			RecordLatency(s.hist, now.Sub(c.began))
 			s.mu.Unlock()
 			c.cl.Disconnect(now)
 			l.setUp(c, false)
@@ -571,15 +716,12 @@ func (l *Load) runHandshakes(c *loadClient, began time.Time) {
 				s.Failures++
 				s.mu.Unlock()
 			}
-			began = now
-			if err := c.cl.Connect(c.token, now); err != nil {
-				l.log.Warn("bench: reconnect", "client", c.idx, "err", err)
-				return
+			if !l.begin(c, now) {
+				return time.Time{}, false
 			}
-			continue // send the request now
+			continue
 		}
-		if err := c.conn.WaitRead(now.Add(engine.PacketSendInterval)); err != nil {
-			return
-		}
+		break
 	}
+	return now.Add(engine.PacketSendInterval), true
 }

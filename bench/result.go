@@ -94,6 +94,8 @@ type Result struct {
 	FloodSentPPS    *float64 `json:"flood_sent_pps,omitempty"`
 	ServerDropsPerS *float64 `json:"server_drops_per_s,omitempty"`
 
+	LoadSockets    string       `json:"load_sockets"` // shared or per-client
+	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets
 	LoadGOMAXPROCS int          `json:"load_gomaxprocs"`
 	LoadCPUs       []int        `json:"load_cpus,omitempty"`
 	GoVersion      string       `json:"go_version"`

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -63,6 +64,9 @@ type options struct {
 
 	files      []string // extra arguments: JSON files to plot
 	recvMode   batchio.RecvMode
+	socketsArg string
+	sockets    bench.LoadSockets
+	workers    int
 	key        []byte
 	protocolID uint64
 }
@@ -95,7 +99,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{duration: 10 * time.Second, step: 2 * time.Second, connect: 15 * time.Second}
 	fs := flag.NewFlagSet("netbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.clients, "clients", 256, "number of clients (each has its own socket); with -serve, the server's slots")
+	fs.IntVar(&o.clients, "clients", 256, "number of clients (each has its own address); with -serve, the server's slots")
+	fs.StringVar(&o.socketsArg, "sockets", "auto", "client addresses: shared (a few wildcard sockets, one 127.x.y.z address per client, batched; IPv4 loopback only), per-client (a socket and goroutine per client; any server) or auto (shared when possible)")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines driving shared client sockets (0: one per load CPU, at most one per 64 clients)")
 	fs.Float64Var(&o.rate, "rate", 60, "payloads per second per client (the starting rate of a -sweep)")
 	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d; the first %d carry the send time and sequence)", 16, codec.MaxPayloadBytes, 16))
 	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
@@ -148,6 +154,12 @@ func (o *options) check() error {
 	}
 	if o.child {
 		return nil // the key and protocol come from the environment
+	}
+	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
+		return fmt.Errorf("-sockets: %w", err)
+	}
+	if o.workers < 0 || o.workers > 64 {
+		return fmt.Errorf("-workers %d: want 0 (automatic) to 64", o.workers)
 	}
 	if len(o.files) > 0 && o.plotPath == "" {
 		return fmt.Errorf("unexpected arguments %q: JSON files are only read with -plot", o.files)

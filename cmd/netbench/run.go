@@ -111,6 +111,8 @@ func runBench(o *options) error {
 		Clients:      o.clients,
 		PayloadBytes: o.size,
 		Mode:         mode,
+		Sockets:      o.sockets,
+		Workers:      o.workers,
 	})
 	if err != nil {
 		return err
@@ -267,6 +269,8 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		Batch:        o.batch,
 		IPv6:         o.ipv6,
 
+		LoadSockets:    r.load.Sockets().String(),
+		LoadWorkers:    r.load.SharedStats().Workers,
 		LoadGOMAXPROCS: runtime.GOMAXPROCS(0),
 		LoadCPUs:       r.loadCPUs,
 		GoVersion:      runtime.Version(),

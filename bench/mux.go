@@ -1,0 +1,399 @@
+//go:build linux
+
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
+
+// Shared-socket limits.
+const (
+	// muxBatch is how many datagrams one recvmmsg or sendmmsg moves.
+	muxBatch = 64
+	// muxRecvBatches bounds the batches one pass reads before it runs the
+	// clients' timers, so a flood of echoes cannot starve the sends.
+	muxRecvBatches = 16
+	// muxSocketBuffer is each shared socket's buffer size: it carries the
+	// traffic of many clients.
+	muxSocketBuffer = 8 << 20
+	// muxHostsPerSubnet: client addresses avoid .0 and .255 in the last
+	// byte.
+	muxHostsPerSubnet = 254
+)
+
+// muxAddr returns the loopback address of a worker's j-th client:
+// 127.b.c.d with d in 1..254, counting up from 127.1.0.1. Every address in
+// 127.0.0.0/8 is local on Linux, so the worker's wildcard socket receives
+// what the server sends to any of them.
+func muxAddr(j int) netip.Addr {
+	x := j / muxHostsPerSubnet
+	return netip.AddrFrom4([4]byte{127, byte(1 + x>>8), byte(x), byte(1 + j%muxHostsPerSubnet)})
+}
+
+// muxIndex inverts muxAddr; it returns -1 for an address muxAddr never
+// returns.
+func muxIndex(a netip.Addr) int {
+	if !a.Is4() {
+		return -1
+	}
+	b := a.As4()
+	if b[0] != 127 || b[1] == 0 || b[3] == 0 || b[3] == 255 {
+		return -1
+	}
+	x := int(b[1]-1)<<8 | int(b[2])
+	return x*muxHostsPerSubnet + int(b[3]) - 1
+}
+
+// muxWorker drives many clients through one socket bound to the IPv4
+// wildcard address. Each client has its own address in 127.0.0.0/8 on the
+// worker's port, so the server still sees one address per client, but the
+// worker receives every client's datagrams with one recvmmsg (the kernel
+// reports each one's destination: batchio's PacketInfo) and sends every
+// client's datagrams with one sendmmsg, each from its client's address.
+// Clients run on the worker's goroutine when a datagram arrives for them
+// or their timer is due (a heap of wake times), so a thousand idle clients
+// cost nothing, and nothing is allocated per packet.
+type muxWorker struct {
+	l       *Load
+	conn    *batchio.MmsgConn
+	clients []*loadClient
+	views   []*muxConn
+	wakes   wakeHeap
+
+	rx      []batchio.Message
+	rxNext  []int32 // per received datagram: the next one for the same client, -1 ends
+	touched []int32 // clients with datagrams in the current batch
+	tx      []batchio.Message
+	txN     int
+
+	// Counters: owner goroutine only, read after Close.
+	stray     uint64 // datagrams for an address no client has
+	unread    uint64 // datagrams a client did not take in its tick
+	sendDrops uint64 // datagrams the socket did not send
+}
+
+// muxConn is one client's view of its worker's socket, a batchio.Conn
+// used only from the worker's goroutine: reads return the datagrams the
+// worker received for the client, and writes join the worker's next
+// sendmmsg with the client's address as their source.
+type muxConn struct {
+	w     *muxWorker
+	local netip.AddrPort
+	head  int32 // first datagram in w.rx for this client, -1: none
+}
+
+var _ batchio.Conn = (*muxConn)(nil)
+
+var errMuxWait = errors.New("bench: a shared-socket client is driven by its worker and never waits")
+
+func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
+	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), batchio.MmsgConfig{
+		BatchSize: muxBatch, RecvBuffer: muxSocketBuffer, SendBuffer: muxSocketBuffer, PacketInfo: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: shared client socket: %w", err)
+	}
+	w := &muxWorker{
+		l:       l,
+		conn:    conn,
+		clients: make([]*loadClient, 0, capacity),
+		views:   make([]*muxConn, 0, capacity),
+		rx:      newBuffers(muxBatch),
+		rxNext:  make([]int32, muxBatch),
+		touched: make([]int32, 0, muxBatch),
+		tx:      newBuffers(muxBatch),
+	}
+	w.wakes.init(capacity)
+	return w, nil
+}
+
+func newBuffers(n int) []batchio.Message {
+	msgs := make([]batchio.Message, n)
+	slab := make([]byte, n*codec.MaxPacketBytes)
+	for i := range msgs {
+		msgs[i].Buf = slab[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
+	}
+	return msgs
+}
+
+// attach gives load client i the worker's next address and returns its
+// conn. The client itself is registered by adopt once it exists.
+func (w *muxWorker) attach(i int) (batchio.Conn, error) {
+	j := len(w.views)
+	if j == cap(w.views) {
+		return nil, fmt.Errorf("bench: worker full at %d clients", j)
+	}
+	v := &muxConn{w: w, local: netip.AddrPortFrom(muxAddr(j), w.conn.LocalAddr().Port()), head: -1}
+	w.views = append(w.views, v)
+	return v, nil
+}
+
+// adopt registers the clients attached to this worker, in attach order.
+func (w *muxWorker) adopt(c *loadClient) { w.clients = append(w.clients, c) }
+
+// run is the worker's goroutine: it starts its clients (paced like the
+// per-client load), then loops: read batches and tick the clients they
+// were for, tick the clients whose time has come, send, and park until
+// the earliest wake time or a datagram.
+func (w *muxWorker) run() {
+	l := w.l
+	defer l.wg.Done()
+	defer func() {
+		for _, c := range w.clients {
+			l.setUp(c, false)
+		}
+	}()
+	started := 0
+	for {
+		now := time.Now()
+		if l.stopping.Load() {
+			for _, c := range w.clients[:started] {
+				c.cl.Disconnect(now)
+			}
+			w.flush()
+			return
+		}
+		// Start clients in groups, as the per-client load does.
+		sinceStart := now.Sub(l.start)
+		for started < len(w.clients) {
+			c := w.clients[started]
+			if time.Duration(c.idx/connectGroup)*connectSpacing > sinceStart {
+				break
+			}
+			if !l.begin(c, now) {
+				return
+			}
+			w.wakes.set(started, 0)
+			started++
+		}
+		if !w.receive() {
+			return
+		}
+		now = time.Now()
+		nowNs := int64(now.Sub(l.start))
+		for range started {
+			j, at := w.wakes.top()
+			if j < 0 || at > nowNs {
+				break
+			}
+			w.tick(j, now)
+		}
+		w.flush()
+		deadline := time.Time{}
+		if j, at := w.wakes.top(); j >= 0 {
+			deadline = l.start.Add(time.Duration(at))
+		}
+		if started < len(w.clients) {
+			next := l.start.Add(time.Duration(w.clients[started].idx/connectGroup) * connectSpacing)
+			if deadline.IsZero() || next.Before(deadline) {
+				deadline = next
+			}
+		}
+		if deadline.IsZero() || deadline.After(now) {
+			if err := w.conn.WaitRead(deadline); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// receive reads up to muxRecvBatches batches and ticks each client that
+// got datagrams, once per batch. It returns false when the socket fails.
+func (w *muxWorker) receive() bool {
+	for range muxRecvBatches {
+		n, err := w.conn.ReadBatch(w.rx)
+		if err != nil {
+			return false
+		}
+		if n == 0 {
+			return true
+		}
+		// Chain each client's datagrams in arrival order, then tick the
+		// clients; their conns' ReadBatch walks the chains.
+		for i := n - 1; i >= 0; i-- {
+			j := muxIndex(w.rx[i].Local)
+			if j < 0 || j >= len(w.views) {
+				w.stray++
+				continue
+			}
+			v := w.views[j]
+			if v.head < 0 {
+				w.touched = append(w.touched, int32(j))
+			}
+			w.rxNext[i] = v.head
+			v.head = int32(i)
+		}
+		now := time.Now()
+		for _, j := range w.touched {
+			w.tick(int(j), now)
+			v := w.views[j]
+			for ; v.head >= 0; v.head = w.rxNext[v.head] {
+				w.unread++
+			}
+		}
+		w.touched = w.touched[:0]
+		if n < len(w.rx) {
+			return true
+		}
+	}
+	return true
+}
+
+// tick runs client j and files its next wake time.
+func (w *muxWorker) tick(j int, now time.Time) {
+	c := w.clients[j]
+	deadline, ok := w.l.tick(c, now)
+	if !ok {
+		w.wakes.set(j, maxWake)
+		return
+	}
+	w.wakes.set(j, int64(deadline.Sub(w.l.start)))
+}
+
+// queue copies one datagram into the next sendmmsg, sending the batch
+// first when it is full.
+func (w *muxWorker) queue(m *batchio.Message, from netip.Addr) {
+	if w.txN == len(w.tx) {
+		w.flush()
+	}
+	t := &w.tx[w.txN]
+	t.N = copy(t.Buf, m.Buf[:m.N])
+	t.Addr = m.Addr
+	t.Local = from
+	w.txN++
+}
+
+func (w *muxWorker) flush() {
+	if w.txN == 0 {
+		return
+	}
+	n, _ := w.conn.WriteBatch(w.tx[:w.txN])
+	w.sendDrops += uint64(w.txN - max(n, 0))
+	w.txN = 0
+}
+
+// ReadBatch returns the datagrams the worker received for this client in
+// its current batch.
+func (v *muxConn) ReadBatch(msgs []batchio.Message) (int, error) {
+	n := 0
+	rx := v.w.rx
+	for v.head >= 0 && n < len(msgs) {
+		m := &rx[v.head]
+		v.head = v.w.rxNext[v.head]
+		if m.N > len(msgs[n].Buf) {
+			v.w.unread++
+			continue
+		}
+		msgs[n].N = copy(msgs[n].Buf, m.Buf[:m.N])
+		msgs[n].Addr = m.Addr
+		n++
+	}
+	return n, nil
+}
+
+// WaitRead is not used: the worker waits for all its clients.
+func (v *muxConn) WaitRead(time.Time) error { return errMuxWait }
+
+// WriteBatch queues msgs on the worker's socket, to be sent from the
+// client's address.
+func (v *muxConn) WriteBatch(msgs []batchio.Message) (int, error) {
+	for i := range msgs {
+		if msgs[i].N > 0 && msgs[i].N <= len(msgs[i].Buf) {
+			v.w.queue(&msgs[i], v.local.Addr())
+		}
+	}
+	return len(msgs), nil
+}
+
+// LocalAddr returns the client's own address.
+func (v *muxConn) LocalAddr() netip.AddrPort { return v.local }
+
+// Close does nothing: the worker owns the socket.
+func (v *muxConn) Close() error { return nil }
+
+// maxWake parks a client for good.
+const maxWake = int64(^uint64(0) >> 1)
+
+// wakeHeap is a binary min-heap of client indices keyed by wake time (ns
+// since the load's start), with each client's position so a key can
+// change in place: O(log n) per tick, no allocation.
+type wakeHeap struct {
+	heap []int32 // client indices
+	pos  []int32 // client index -> position in heap, -1: absent
+	at   []int64 // client index -> wake time
+}
+
+func (h *wakeHeap) init(n int) {
+	h.heap = make([]int32, 0, n)
+	h.pos = make([]int32, n)
+	h.at = make([]int64, n)
+	for i := range h.pos {
+		h.pos[i] = -1
+	}
+}
+
+// top returns the client with the earliest wake time, or -1.
+func (h *wakeHeap) top() (int, int64) {
+	if len(h.heap) == 0 {
+		return -1, 0
+	}
+	j := h.heap[0]
+	return int(j), h.at[j]
+}
+
+// set files client j under wake time at.
+func (h *wakeHeap) set(j int, at int64) {
+	h.at[j] = at
+	p := h.pos[j]
+	if p < 0 {
+		p = int32(len(h.heap))
+		h.heap = append(h.heap, int32(j))
+		h.pos[j] = p
+	}
+	h.down(h.up(int(p)))
+}
+
+func (h *wakeHeap) less(a, b int) bool { return h.at[h.heap[a]] < h.at[h.heap[b]] }
+
+func (h *wakeHeap) swap(a, b int) {
+	h.heap[a], h.heap[b] = h.heap[b], h.heap[a]
+	h.pos[h.heap[a]] = int32(a)
+	h.pos[h.heap[b]] = int32(b)
+}
+
+func (h *wakeHeap) up(i int) int {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h.swap(i, parent)
+		i = parent
+	}
+	return i
+}
+
+func (h *wakeHeap) down(i int) {
+	n := len(h.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
