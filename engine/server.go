@@ -38,6 +38,11 @@ const (
 	// update and can starve them. A busy loop calls Update again at once,
 	// so throughput does not depend on it.
 	maxRecvBatches = 16
+	// shardRecvBatches is a shard's bound: a shard gives the application
+	// goroutine a turn after every pass (see shard.run), so its passes are
+	// kept short (256 datagrams, about a millisecond of bad requests under
+	// a flood) to bound how long a payload waits for its reply.
+	shardRecvBatches = 4
 )
 
 // DisconnectReason says why a client slot was reset.
@@ -145,11 +150,12 @@ var (
 // goroutine; the server starts no goroutines. Everything the per-packet path
 // touches is allocated by NewServer.
 type Server struct {
-	cfg    ServerConfig
-	log    *slog.Logger
-	conns  []batchio.Conn
-	owned  []batchio.Conn // opened by ListenServer; closed by Close
-	public []netip.AddrPort
+	cfg         ServerConfig
+	log         *slog.Logger
+	conns       []batchio.Conn
+	recvBatches int            // batches read per conn per Update
+	owned       []batchio.Conn // opened by ListenServer; closed by Close
+	public      []netip.AddrPort
 
 	tokenKey     *aead.TokenKey
 	challengeKey *aead.ChallengeKey
@@ -313,7 +319,8 @@ func newSlots(n, queueLen int) ([]slot, error) {
 // newServer builds a server on slots and admission state that other
 // servers (shards) may share.
 func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admission) (*Server, error) {
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: append([]batchio.Conn(nil), conns...), public: cfg.PublicAddresses}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: append([]batchio.Conn(nil), conns...), public: cfg.PublicAddresses,
+		recvBatches: maxRecvBatches}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -406,7 +413,7 @@ func unixSeconds(t time.Time) uint64 {
 // receive drains the conns in batches.
 func (s *Server) receive(now time.Time) {
 	for sock, conn := range s.conns {
-		for range maxRecvBatches {
+		for range s.recvBatches {
 			n, err := conn.ReadBatch(s.rx)
 			n = min(max(n, 0), len(s.rx))
 			for i := range n {

@@ -297,6 +297,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 			return fail(err)
 		}
 		sh.srv.sink = sh
+		sh.srv.recvBatches = shardRecvBatches
 		s.shards = append(s.shards, sh)
 	}
 	for _, sh := range s.shards {
@@ -541,6 +542,14 @@ func (sh *shard) run() {
 		// more than one batch old.
 		sh.publish()
 		if srv.stats.PacketsIn != in || sh.outWork {
+			if sh.pushed {
+				// The application goroutine may share this P (GOMAXPROCS
+				// = shards is common, 1 in netbench's server): without a
+				// turn it would wait for the socket to run dry, which a
+				// flood never lets happen, or for preemption, and replies
+				// would wait with it.
+				runtime.Gosched()
+			}
 			continue
 		}
 		// Nothing came in and nothing was queued: park until a datagram,
