@@ -165,12 +165,17 @@ func TestFlooderDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go f.Run()
+	f.Idle = true // what netbench does; the load here is idle, so it still floods
+	runErr := make(chan error, 1)
+	go func() { runErr <- f.Run() }()
 	deadline := time.Now().Add(5 * time.Second)
 	for echo.Counters().Dropped < 100 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	f.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
 	c := echo.Counters()
 	if c.Dropped < 100 || c.Connects != 0 {
 		t.Fatalf("server dropped %d requests, connected %d; want at least 100 and none", c.Dropped, c.Connects)

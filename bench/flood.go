@@ -12,6 +12,7 @@ import (
 
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
+	"golang.org/x/sys/unix"
 )
 
 // floodBatch is how many requests one sendmmsg carries.
@@ -23,6 +24,13 @@ const floodBatch = 64
 // is random bytes and fails. It models the cheapest attack that makes a
 // netcode server do cryptographic work.
 type Flooder struct {
+	// Idle runs the flooding thread under SCHED_IDLE: it then sends with
+	// whatever CPU time the other threads of its core leave, so a flooder
+	// that shares a core with a load generator (two cores: one for the
+	// server, one for everything else) measures the server under flood
+	// instead of a starved load generator. Set it before Run.
+	Idle bool
+
 	conn *batchio.MmsgConn
 	msgs []batchio.Message
 	sent atomic.Uint64
@@ -62,19 +70,30 @@ func NewFlooder(server netip.AddrPort, protocolID uint64, bind netip.Addr) (*Flo
 }
 
 // Run floods until Stop, on a goroutine locked to its OS thread, then
-// closes the socket.
-func (f *Flooder) Run() {
+// closes the socket. It returns an error if Idle is set and the thread's
+// scheduling policy cannot be changed.
+func (f *Flooder) Run() error {
 	defer close(f.done)
 	defer f.conn.Close()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if f.Idle {
+		// The thread is not unlocked: it ends with the goroutine, so no
+		// other goroutine ever runs on it at idle priority.
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			return fmt.Errorf("bench: flooder SCHED_IDLE: %w", err)
+		}
+	} else {
+		defer runtime.UnlockOSThread()
+	}
 	for !f.stop.Load() {
 		n, err := f.conn.WriteBatch(f.msgs)
 		f.sent.Add(uint64(n))
 		if err != nil {
-			return
+			return err
 		}
 	}
+	return nil
 }
 
 // Stop ends Run and waits for it.

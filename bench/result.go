@@ -93,6 +93,7 @@ type Result struct {
 	HandshakesPerS  *float64 `json:"handshakes_per_s,omitempty"`
 	FloodSentPPS    *float64 `json:"flood_sent_pps,omitempty"`
 	ServerDropsPerS *float64 `json:"server_drops_per_s,omitempty"`
+	FloodPriority   string   `json:"flood_priority,omitempty"` // idle or normal
 
 	LoadSockets    string       `json:"load_sockets"` // shared or per-client
 	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets

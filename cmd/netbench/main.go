@@ -62,13 +62,14 @@ type options struct {
 	serverCPUs string
 	cpuProfile string
 
-	files      []string // extra arguments: JSON files to plot
-	recvMode   batchio.RecvMode
-	socketsArg string
-	sockets    bench.LoadSockets
-	workers    int
-	key        []byte
-	protocolID uint64
+	files         []string // extra arguments: JSON files to plot
+	recvMode      batchio.RecvMode
+	socketsArg    string
+	floodPriority string
+	sockets       bench.LoadSockets
+	workers       int
+	key           []byte
+	protocolID    uint64
 }
 
 // durationValue is a flag that takes a Go duration ("10s", "1m") or a
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
 	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
 	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.StringVar(&o.floodPriority, "flood-priority", "idle", "scheduling of the flood thread: idle (SCHED_IDLE: it takes only the CPU time the load generator leaves on its core) or normal (it competes with the load generator)")
 	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted")
 	fs.StringVar(&o.target, "target", "", "load an already running server at `ADDR` instead of starting one")
 	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
@@ -157,6 +159,9 @@ func (o *options) check() error {
 	}
 	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
 		return fmt.Errorf("-sockets: %w", err)
+	}
+	if o.floodPriority != "idle" && o.floodPriority != "normal" {
+		return fmt.Errorf("-flood-priority %q: want idle or normal", o.floodPriority)
 	}
 	if o.workers < 0 || o.workers > 64 {
 		return fmt.Errorf("-workers %d: want 0 (automatic) to 64", o.workers)

@@ -323,7 +323,12 @@ func (r *runner) flood() func() {
 		fmt.Fprintln(os.Stderr, "netbench: flood:", err)
 		return nil
 	}
-	go f.Run()
+	f.Idle = r.o.floodPriority == "idle"
+	go func() {
+		if err := f.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench: flood:", err)
+		}
+	}()
 	t0 := time.Now()
 	return func() {
 		f.Stop()
@@ -340,6 +345,7 @@ func (r *runner) floodResult(res *bench.Result, w *window) {
 		v := float64(w.server.Dropped) / w.server.WindowS
 		res.ServerDropsPerS = &v
 	}
+	res.FloodPriority = r.o.floodPriority
 }
 
 func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {
