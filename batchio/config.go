@@ -25,6 +25,13 @@ type MmsgConfig struct {
 	// IPV6_RECVPKTINFO) on reads and honours Message.Local on writes.
 	// It needs the mmsg or block mode.
 	PacketInfo bool
+	// GSO lets WriteBatch pass a run of consecutive datagrams with the
+	// same Addr and Local and equal lengths (the last may be shorter) to
+	// the kernel as one UDP_SEGMENT send (Linux 4.18+), which splits it
+	// into the same datagrams for a fraction of the per-datagram cost. It
+	// needs the mmsg or block mode. Where the kernel or the first route
+	// cannot do it, the socket sends plainly; MmsgConn.GSO reports which.
+	GSO bool
 }
 
 const (
@@ -57,6 +64,9 @@ func (c *MmsgConfig) validate() error {
 	}
 	if c.PacketInfo && c.Mode != RecvMmsg && c.Mode != RecvBlock {
 		return fmt.Errorf("batchio: PacketInfo needs receive mode mmsg or block, not %v", c.Mode)
+	}
+	if c.GSO && c.Mode != RecvMmsg && c.Mode != RecvBlock {
+		return fmt.Errorf("batchio: GSO needs receive mode mmsg or block, not %v", c.Mode)
 	}
 	if c.TOS < 0 || c.TOS > 255 {
 		return fmt.Errorf("batchio: TOS %d; want 0 to 255", c.TOS)

@@ -25,6 +25,7 @@ type MmsgStats struct {
 	SendCalls, SendPackets uint64 // system calls and datagrams sent
 	SendRetries            uint64 // EINTR/EAGAIN/ENOBUFS retries
 	SendDropped            uint64 // datagrams dropped after errors or retries
+	GSOBatches             uint64 // GSO headers sent, each 2 to 64 of SendPackets
 	Truncated              uint64 // received datagrams longer than the buffer
 	Waits                  uint64 // WaitRead calls that parked
 	RecvBufferGot          int    // the receive buffer the kernel granted
@@ -49,11 +50,16 @@ type MmsgConn struct {
 	mode  RecvMode
 	batch int
 	local netip.AddrPort
-	// pktinfo: control buffers of pktinfoSpace bytes per header carry
-	// each datagram's local address (MmsgConfig.PacketInfo).
+	// pktinfo: control buffers carry each datagram's local address
+	// (MmsgConfig.PacketInfo), pktinfoSpace bytes per read header and
+	// sendCtlSpace per write header (which also holds the GSO size).
 	pktinfo bool
 	rctl    []byte
 	wctl    []byte
+	// gso is on while WriteBatch groups datagrams into GSO sends; it goes
+	// off for good if the first GSO send fails as if GSO were the cause.
+	gso       atomic.Bool
+	gsoWorked bool
 
 	// Receive state: owner goroutine only.
 	rhdrs   []unix.Mmsghdr
@@ -77,10 +83,13 @@ type MmsgConn struct {
 	one         [8]byte
 	drain       [8]byte
 
-	// Send state: owner goroutine only.
+	// Send state: owner goroutine only. Header i sends wsegs[i]
+	// consecutive entries of wiov: one datagram, or the segments of a GSO
+	// send.
 	whdrs  []unix.Mmsghdr
 	wiov   []unix.Iovec
 	wnames []unix.RawSockaddrInet6
+	wsegs  []int
 	wcount int
 	wn     int
 	werr   syscall.Errno
@@ -101,6 +110,7 @@ type MmsgConn struct {
 	stats  struct {
 		recvCalls, recvPackets, sendCalls, sendPackets atomic.Uint64
 		sendRetries, sendDropped, truncated, waits     atomic.Uint64
+		gsoBatches                                     atomic.Uint64
 	}
 	recvBufGot, sendBufGot   int
 	recvBufWant, sendBufWant int
@@ -148,6 +158,7 @@ func ListenMmsg(addr netip.AddrPort, cfg MmsgConfig) (*MmsgConn, error) {
 		efd:         -1,
 		pktinfo:     cfg.PacketInfo,
 	}
+	c.gso.Store(cfg.GSO && probeGSO(fd))
 	if cfg.Mode == RecvBlock {
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 			file.Close()
@@ -253,16 +264,17 @@ func (c *MmsgConn) init() {
 	c.whdrs = make([]unix.Mmsghdr, n)
 	c.wiov = make([]unix.Iovec, n)
 	c.wnames = make([]unix.RawSockaddrInet6, n)
+	c.wsegs = make([]int, n)
 	for i := range n {
 		c.rhdrs[i].Hdr.Iov = &c.riov[i]
 		c.rhdrs[i].Hdr.SetIovlen(1)
-		c.whdrs[i].Hdr.Iov = &c.wiov[i]
-		c.whdrs[i].Hdr.SetIovlen(1)
 		c.whdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.wnames[i]))
 	}
 	if c.pktinfo {
 		c.rctl = make([]byte, n*pktinfoSpace)
-		c.wctl = make([]byte, n*pktinfoSpace)
+	}
+	if c.pktinfo || c.gso.Load() {
+		c.wctl = make([]byte, n*sendCtlSpace)
 	}
 	// Method values are made once: passing a fresh closure to RawConn on
 	// every call would allocate.
@@ -305,6 +317,7 @@ func (c *MmsgConn) Stats() MmsgStats {
 		SendRetries: c.stats.sendRetries.Load(), SendDropped: c.stats.sendDropped.Load(),
 		Truncated: c.stats.truncated.Load(), Waits: c.stats.waits.Load(),
 		RecvBufferGot: c.recvBufGot, SendBufferGot: c.sendBufGot,
+		GSOBatches: c.stats.gsoBatches.Load(),
 	}
 }
 
@@ -617,77 +630,109 @@ func (c *MmsgConn) waitBlock(deadline time.Time) error {
 // WriteBatch sends msgs with sendmmsg, BatchSize at a time. A partial send
 // resumes where the kernel stopped; EINTR, EAGAIN and ENOBUFS are retried a
 // bounded number of times; a datagram that still fails (or has an address
-// of the wrong family) is dropped and counted. It returns how many were
-// sent.
+// of the wrong family) is dropped and counted. With GSO, a run of
+// datagrams goes as one header and is sent or dropped whole. It returns
+// how many datagrams were sent.
 func (c *MmsgConn) WriteBatch(msgs []Message) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
-	sent := 0
+	sent, plain := 0, 0
 	for len(msgs) > 0 {
-		n := 0
-		for n < len(msgs) && n < c.batch {
-			m := &msgs[n]
-			nameLen := encodeSockaddr(&c.wnames[n], m.Addr, c.ipv6)
-			if nameLen == 0 || m.N <= 0 || m.N > len(m.Buf) {
-				// Unsendable: send what came before it; the next round
-				// finds it first and drops it.
-				break
-			}
-			c.whdrs[n].Hdr.Namelen = nameLen
-			if c.pktinfo {
-				c.setSource(n, m.Local)
-			}
-			c.wiov[n].Base = &m.Buf[0]
-			c.wiov[n].SetLen(m.N)
-			n++
-		}
+		n, headers := c.prepare(msgs, plain)
 		if n == 0 {
 			c.stats.sendDropped.Add(1)
 			msgs = msgs[1:]
+			plain = max(plain-1, 0)
 			continue
 		}
-		done, err := c.sendChunk(n)
+		done, consumed, resendPlain, err := c.sendChunk(headers)
 		sent += done
 		if err != nil {
 			return sent, err
 		}
-		msgs = msgs[n:]
+		msgs = msgs[consumed:]
+		plain = max(plain-consumed, resendPlain)
 	}
 	return sent, nil
 }
 
-// setSource makes header i send from src, or lets the kernel choose when
-// src is the zero Addr or of the other family.
-func (c *MmsgConn) setSource(i int, src netip.Addr) {
-	h := &c.whdrs[i].Hdr
-	h.Control = nil
-	h.SetControllen(0)
-	if !src.IsValid() {
-		return
+// prepare fills send headers from the front of msgs, at most BatchSize
+// datagrams, and returns how many messages and headers it used. It stops
+// before a message that cannot be sent (which the next round finds first
+// and drops), so n is 0 when the first cannot. The first plain messages
+// get a header each even with GSO on: they are being resent after a GSO
+// send failed.
+func (c *MmsgConn) prepare(msgs []Message, plain int) (n, headers int) {
+	gso := c.gso.Load()
+	limit := min(len(msgs), c.batch)
+	for n < limit {
+		m := &msgs[n]
+		nameLen := encodeSockaddr(&c.wnames[headers], m.Addr, c.ipv6)
+		if nameLen == 0 || m.N <= 0 || m.N > len(m.Buf) {
+			break
+		}
+		segs := 1
+		if gso && n >= plain {
+			segs = c.gsoRun(msgs[n:limit])
+		}
+		for k := n; k < n+segs; k++ {
+			c.wiov[k].Base = &msgs[k].Buf[0]
+			c.wiov[k].SetLen(msgs[k].N)
+		}
+		h := &c.whdrs[headers].Hdr
+		h.Namelen = nameLen
+		h.Iov = &c.wiov[n]
+		h.SetIovlen(segs)
+		if c.wctl != nil {
+			segmentSize := 0
+			if segs > 1 {
+				segmentSize = m.N
+			}
+			c.setControl(headers, m.Local, segmentSize)
+		}
+		c.wsegs[headers] = segs
+		headers++
+		n += segs
 	}
-	ctl := c.wctl[i*pktinfoSpace : (i+1)*pktinfoSpace]
-	if n := writePacketInfo(ctl, src, c.ipv6); n > 0 {
-		h.Control = &ctl[0]
-		h.SetControllen(n)
-	}
+	return n, headers
 }
 
-// sendChunk sends the first n prepared headers.
-func (c *MmsgConn) sendChunk(n int) (int, error) {
-	off, sent, retries := 0, 0, 0
+// sendChunk sends the first n prepared headers. It returns the datagrams
+// sent and the messages consumed (sent or dropped). It stops early when a
+// GSO header fails in a way its datagrams sent one by one might not
+// (gsoPathError): consumed then ends before that header, and resendPlain
+// says how many messages to send without GSO. If no GSO send has worked
+// on this socket yet, GSO goes off for good: the kernel has it but the
+// path does not. Once it has worked, such an error more likely comes from
+// the datagrams (a bad Local), so GSO stays on.
+func (c *MmsgConn) sendChunk(n int) (sent, consumed, resendPlain int, err error) {
+	off, retries := 0, 0
 	for off < n {
 		c.wcount = n - off
 		c.wn = off
 		if err := c.rc.Control(c.sendFn); err != nil {
-			return sent, c.mapErr(err)
+			return sent, consumed, 0, c.mapErr(err)
 		}
 		c.stats.sendCalls.Add(1)
 		switch c.werr {
 		case 0:
+			// sendmmsg counts headers; the stats and callers count datagrams.
+			packets, batches := 0, 0
+			for _, segs := range c.wsegs[off : off+c.wcount] {
+				packets += segs
+				if segs > 1 {
+					batches++
+				}
+			}
+			if batches > 0 {
+				c.gsoWorked = true
+				c.stats.gsoBatches.Add(uint64(batches))
+			}
 			off += c.wcount
-			sent += c.wcount
-			c.stats.sendPackets.Add(uint64(c.wcount))
+			sent += packets
+			consumed += packets
+			c.stats.sendPackets.Add(uint64(packets))
 			retries = 0
 		case unix.EINTR, unix.EAGAIN, unix.ENOBUFS:
 			if retries < sendRetries {
@@ -697,13 +742,21 @@ func (c *MmsgConn) sendChunk(n int) (int, error) {
 			}
 			fallthrough
 		default:
-			// The datagram at the head failed: drop it and go on.
+			segs := c.wsegs[off]
+			if segs > 1 && gsoPathError(c.werr) {
+				if !c.gsoWorked {
+					c.gso.Store(false)
+				}
+				return sent, consumed, segs, nil
+			}
+			// The header at the head failed: drop its datagrams and go on.
 			off++
+			consumed += segs
 			retries = 0
-			c.stats.sendDropped.Add(1)
+			c.stats.sendDropped.Add(uint64(segs))
 		}
 	}
-	return sent, nil
+	return sent, consumed, 0, nil
 }
 
 // sendmmsg runs inside RawConn.Control: it sends wcount headers from wn.
@@ -735,14 +788,17 @@ func (c *MmsgConn) sendto(fd uintptr) {
 //
 //   - recv returns a non-zero errno to fail the call with it instead of
 //     making it (nothing is read), or 0 to make the call.
-//   - send gets how many datagrams the call would send and a function that
-//     returns the i-th of them (0 is the head). A non-zero errno fails the
+//   - send sees the call as the kernel does, in headers: it gets how many
+//     headers the call would send and a function that returns the bytes
+//     of the i-th (0 is the head). A header is one datagram or, with GSO,
+//     a run of datagrams, returned back to back (in a fresh copy), that
+//     the kernel sends or fails as a whole. A non-zero errno fails the
 //     call with it instead of making it (nothing is sent); otherwise the
-//     real call is made with at most limit datagrams (limit < 1 means all),
+//     real call is made with at most limit headers (limit < 1 means all),
 //     which is what a short sendmmsg looks like to the caller, and the
-//     kernel really sends only those. (A kernel that fails on a datagram
+//     kernel really sends only those. (A kernel that fails on a header
 //     after the head sends the ones before it and reports that count; the
-//     next call then fails with that datagram at the head.)
+//     next call then fails with that header at the head.)
 //
 // Hooks do not apply to RecvXNet reads, which go through x/net.
 type sysHooks struct {
@@ -770,7 +826,15 @@ func (c *MmsgConn) setSysHooks(h sysHooks) {
 		realSend := c.sendFn
 		datagram := func(i int) []byte {
 			hdr := &c.whdrs[c.wn+i].Hdr
-			return unsafe.Slice(hdr.Iov.Base, hdr.Iov.Len)
+			iovs := unsafe.Slice(hdr.Iov, c.wsegs[c.wn+i])
+			if len(iovs) == 1 {
+				return unsafe.Slice(iovs[0].Base, iovs[0].Len)
+			}
+			var run []byte
+			for _, iov := range iovs {
+				run = append(run, unsafe.Slice(iov.Base, iov.Len)...)
+			}
+			return run
 		}
 		c.sendFn = func(fd uintptr) {
 			count := c.wcount

@@ -15,6 +15,11 @@ import (
 // might add.
 const pktinfoSpace = 64
 
+// sendCtlSpace is the control buffer reserved per outgoing header: a
+// source address (IPV6_PKTINFO is the larger) then a GSO segment size
+// (UDP_SEGMENT), each padded as the kernel walks them.
+var sendCtlSpace = unix.CmsgSpace(unix.SizeofInet6Pktinfo) + unix.CmsgSpace(segmentSizeLen)
+
 // enablePacketInfo asks the kernel to report each datagram's destination
 // address.
 func enablePacketInfo(fd int, ipv6 bool) error {
