@@ -18,20 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MmsgStats are a socket's counters. They are updated atomically and can be
-// read from any goroutine.
-type MmsgStats struct {
-	RecvCalls, RecvPackets uint64 // system calls and datagrams received
-	SendCalls, SendPackets uint64 // system calls and datagrams sent
-	SendRetries            uint64 // EINTR/EAGAIN/ENOBUFS retries
-	SendDropped            uint64 // datagrams dropped after errors or retries
-	GSOBatches             uint64 // GSO headers sent, each 2 to 64 of SendPackets
-	Truncated              uint64 // received datagrams longer than the buffer
-	Waits                  uint64 // WaitRead calls that parked
-	RecvBufferGot          int    // the receive buffer the kernel granted
-	SendBufferGot          int    // the send buffer the kernel granted
-}
-
 // MmsgConn is a UDP socket read and written in batches with
 // recvmmsg/sendmmsg into preallocated headers, so steady-state reads and
 // writes allocate nothing (except in RecvXNet mode, which is there to be
@@ -116,7 +102,10 @@ type MmsgConn struct {
 	recvBufWant, sendBufWant int
 }
 
-var _ Conn = (*MmsgConn)(nil)
+var (
+	_ Conn        = (*MmsgConn)(nil)
+	_ StatsReader = (*MmsgConn)(nil)
+)
 
 // ListenMmsg opens a UDP socket on addr (IPv4 or IPv6; an IPv6 socket is
 // IPv6-only, so serve both families with two sockets).

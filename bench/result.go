@@ -86,6 +86,7 @@ type Result struct {
 	Shards      int     `json:"shards"`
 	Batch       int     `json:"batch"`
 	IPv6        bool    `json:"ipv6"`
+	GSO         bool    `json:"gso"` // the server's sends
 
 	MaxSustainedPPS *float64 `json:"max_sustained_pps,omitempty"`
 	Steps           []Step   `json:"steps,omitempty"`

@@ -23,7 +23,8 @@ func ListenServer(cfg ServerConfig, binds ...netip.AddrPort) (*Server, error) {
 		}
 	}
 	for _, b := range binds {
-		c, err := batchio.Listen(b, batchio.MmsgConfig{})
+		// GSO: a run of datagrams to one client goes out in one call.
+		c, err := batchio.Listen(b, batchio.MmsgConfig{GSO: true})
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("netcode: server socket: %w", err)

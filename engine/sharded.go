@@ -33,8 +33,13 @@ type ShardedConfig struct {
 	// the shard that receives them owns the client.
 	Shards int
 	// Socket sets the receive mode, batch size and buffer sizes of the
-	// sockets (ReusePort is always on).
+	// sockets (ReusePort is always on, and so is GSO in the mmsg and block
+	// modes unless DisableGSO is set).
 	Socket batchio.MmsgConfig
+	// DisableGSO sends every datagram on its own even when several in a
+	// row go to one client. GSO (one system call for a run of equal-sized
+	// datagrams to one address) is on by default where the kernel has it.
+	DisableGSO bool
 	// InboxSize is how many received payloads each shard can hold for
 	// Poll, and OutboxSize how many sends the application can queue for each
 	// shard. Powers of two; default 4096 each. One entry holds a whole
@@ -218,6 +223,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		}
 	}
 	cfg.Socket.ReusePort = true
+	cfg.Socket.GSO = !cfg.DisableGSO && (cfg.Socket.Mode == batchio.RecvMmsg || cfg.Socket.Mode == batchio.RecvBlock)
 	// Handshakes spread over the shards like clients do: split the default
 	// budget of 2*MaxClients encryption mappings between them.
 	if cfg.Server.MaxEncryptionMappings == 0 {
@@ -659,7 +665,7 @@ func (sh *shard) publish() {
 		ServerStats: sh.srv.stats, StaleSends: sh.staleSends,
 		Loops: sh.loops, Parks: sh.parks, Connected: sh.srv.active.n,
 	}
-	if m, ok := sh.sock.(*batchio.MmsgConn); ok {
+	if m, ok := sh.sock.(batchio.StatsReader); ok {
 		ms := m.Stats()
 		st.RecvCalls, st.RecvPackets = ms.RecvCalls, ms.RecvPackets
 		st.SendCalls, st.SendPackets = ms.SendCalls, ms.SendPackets

@@ -68,6 +68,7 @@ type options struct {
 	floodPriority string
 	sockets       bench.LoadSockets
 	workers       int
+	gso           bool
 	key           []byte
 	protocolID    uint64
 }
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.shards, "shards", 1, "server shards: 0 runs the single-loop engine.Server, N runs an engine.ShardedServer with N SO_REUSEPORT sockets and goroutines")
 	fs.IntVar(&o.batch, "batch", 64, "server socket batch size (datagrams per system call, 1 to 1024)")
 	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block, xnet or single")
+	fs.BoolVar(&o.gso, "gso", true, "server sends runs of datagrams to one client with UDP GSO (mmsg and block modes)")
 	fs.BoolVar(&o.ipv6, "ipv6", false, "use IPv6 loopback (::1) instead of 127.0.0.1")
 	fs.StringVar(&o.jsonPath, "json", "", "write the result as JSON to `FILE`")
 	fs.StringVar(&o.hgrmPath, "hgrm", "", "write the latency distribution in HdrHistogram's .hgrm text format to `FILE`")

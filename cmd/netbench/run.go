@@ -268,6 +268,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		Shards:       o.shards,
 		Batch:        o.batch,
 		IPv6:         o.ipv6,
+		GSO:          o.gso,
 
 		LoadSockets:    r.load.Sockets().String(),
 		LoadWorkers:    r.load.SharedStats().Workers,

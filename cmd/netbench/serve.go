@@ -41,7 +41,8 @@ type echoServer struct {
 }
 
 func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
-	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch}
+	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch,
+		GSO: o.gso && (o.recvMode == batchio.RecvMmsg || o.recvMode == batchio.RecvBlock)}
 	server := engine.ServerConfig{
 		ProtocolID: o.protocolID,
 		PrivateKey: o.key,
@@ -50,7 +51,7 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
 	if o.shards > 0 {
 		echo, err := bench.NewShardedEcho(engine.ShardedConfig{
-			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock,
+			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock, DisableGSO: !o.gso,
 		})
 		if err != nil {
 			return nil, err
