@@ -56,3 +56,14 @@ type Conn interface {
 
 // ErrClosed is returned by a Conn's methods after Close.
 var ErrClosed = errors.New("batchio: connection closed")
+
+// NewMessages returns n messages with size-byte buffers cut from one slab
+// (each capped, so no buffer can grow into its neighbour).
+func NewMessages(n, size int) []Message {
+	slab := make([]byte, n*size)
+	msgs := make([]Message, n)
+	for i := range msgs {
+		msgs[i].Buf = slab[i*size : (i+1)*size : (i+1)*size]
+	}
+	return msgs
+}

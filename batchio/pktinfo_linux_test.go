@@ -11,19 +11,27 @@ import (
 // what lets one socket answer for many local addresses), on an ephemeral
 // port; every datagram stays on loopback.
 
+// listenPacketInfo opens a wildcard IPv4 socket with PacketInfo (and the
+// rest of cfg) and a plain peer on 127.0.0.1; cleanup closes both.
+func listenPacketInfo(t *testing.T, cfg MmsgConfig) (mux, peer *MmsgConn) {
+	t.Helper()
+	cfg.PacketInfo = true
+	mux, err := ListenMmsg(netip.MustParseAddrPort("0.0.0.0:0"), cfg)
+	if err != nil {
+		t.Skipf("wildcard socket: %v", err)
+	}
+	t.Cleanup(func() { mux.Close() })
+	if peer, err = ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return mux, peer
+}
+
 func TestPacketInfoLocalAddresses(t *testing.T) {
 	for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
 		t.Run(mode.String(), func(t *testing.T) {
-			mux, err := ListenMmsg(netip.MustParseAddrPort("0.0.0.0:0"), MmsgConfig{Mode: mode, PacketInfo: true, BatchSize: 4})
-			if err != nil {
-				t.Skipf("wildcard socket: %v", err)
-			}
-			defer mux.Close()
-			peer, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer peer.Close()
+			mux, peer := listenPacketInfo(t, MmsgConfig{Mode: mode, BatchSize: 4})
 			port := mux.LocalAddr().Port()
 
 			// Inbound: the mux learns which of its addresses each datagram was for.
@@ -117,16 +125,7 @@ func TestPacketInfoNeedsBatchMode(t *testing.T) {
 }
 
 func TestPacketInfoAllocs(t *testing.T) {
-	mux, err := ListenMmsg(netip.MustParseAddrPort("0.0.0.0:0"), MmsgConfig{PacketInfo: true})
-	if err != nil {
-		t.Skipf("wildcard socket: %v", err)
-	}
-	defer mux.Close()
-	peer, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	mux, peer := listenPacketInfo(t, MmsgConfig{})
 	const burst = 16
 	out := makeMsgs(burst, 100)
 	for i := range out {

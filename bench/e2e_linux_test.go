@@ -63,22 +63,30 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
-	const rate = 50
-	key := testKey(t)
-	echo, addr := startTestEcho(t, key, clients)
+// connectedLoad starts a load of 100-byte echo clients (two workers when
+// shared) and waits until all are connected; cleanup closes it.
+func connectedLoad(t *testing.T, key []byte, addr netip.AddrPort, sockets LoadSockets, clients int) *Load {
+	t.Helper()
 	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
 		Sockets: sockets, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer load.Close()
-	if load.Sockets() != sockets {
-		t.Fatalf("load uses %v sockets; want %v", load.Sockets(), sockets)
-	}
+	t.Cleanup(func() { load.Close() })
 	load.Start()
 	if n := load.WaitConnected(10*time.Second, nil); n != clients {
 		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+	return load
+}
+
+func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
+	const rate = 50
+	key := testKey(t)
+	echo, addr := startTestEcho(t, key, clients)
+	load := connectedLoad(t, key, addr, sockets, clients)
+	if load.Sockets() != sockets {
+		t.Fatalf("load uses %v sockets; want %v", load.Sockets(), sockets)
 	}
 	start := time.Now().Add(150 * time.Millisecond)
 	const d = time.Second

@@ -104,22 +104,13 @@ func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
 		conn:    conn,
 		clients: make([]*loadClient, 0, capacity),
 		views:   make([]*muxConn, 0, capacity),
-		rx:      newBuffers(muxBatch),
+		rx:      batchio.NewMessages(muxBatch, codec.MaxPacketBytes),
 		rxNext:  make([]int32, muxBatch),
 		touched: make([]int32, 0, muxBatch),
-		tx:      newBuffers(muxBatch),
+		tx:      batchio.NewMessages(muxBatch, codec.MaxPacketBytes),
 	}
 	w.wakes.init(capacity)
 	return w, nil
-}
-
-func newBuffers(n int) []batchio.Message {
-	msgs := make([]batchio.Message, n)
-	slab := make([]byte, n*codec.MaxPacketBytes)
-	for i := range msgs {
-		msgs[i].Buf = slab[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
-	}
-	return msgs
 }
 
 // attach gives load client i the worker's next address and returns its

@@ -98,16 +98,7 @@ func TestSharedLoadAllocs(t *testing.T) {
 	const clients = 64
 	key := testKey(t)
 	_, addr := startTestEcho(t, key, clients)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
-		Sockets: SocketsShared, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer load.Close()
-	load.Start()
-	if n := load.WaitConnected(10*time.Second, nil); n != clients {
-		t.Fatalf("%d of %d connected", n, clients)
-	}
+	load := connectedLoad(t, key, addr, SocketsShared, clients)
 	load.BeginWindow(200, time.Now().Add(engine.PacketSendInterval), 0)
 	time.Sleep(300 * time.Millisecond) // every client is sending
 	before := load.Totals()

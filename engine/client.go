@@ -209,22 +209,11 @@ func NewClient(cfg ClientConfig, conns ...batchio.Conn) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.queue.init(cfg.ReceiveQueueSize)
-	c.rx = newMessages(clientReadBatch)
-	c.tx = newMessages(clientSendBatch)
+	c.rx = batchio.NewMessages(clientReadBatch, codec.MaxPacketBytes)
+	c.tx = batchio.NewMessages(clientSendBatch, codec.MaxPacketBytes)
 	c.read = codec.ReadParams{Role: codec.RoleClient, Replay: &c.replay}
 	c.replay.Reset()
 	return c, nil
-}
-
-// newMessages returns n messages with MaxPacketBytes buffers cut from one
-// slab.
-func newMessages(n int) []batchio.Message {
-	slab := make([]byte, n*codec.MaxPacketBytes)
-	msgs := make([]batchio.Message, n)
-	for i := range msgs {
-		msgs[i].Buf = slab[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
-	}
-	return msgs
 }
 
 // State returns the client's state.

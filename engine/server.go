@@ -351,20 +351,10 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 		s.freeBufs[i] = int32(cfg.ReceiveBuffers - 1 - i)
 	}
 
-	s.rx = make([]batchio.Message, recvBatchSize)
-	rxMem := make([]byte, recvBatchSize*codec.MaxPacketBytes)
-	for i := range s.rx {
-		s.rx[i].Buf = rxMem[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
-	}
+	s.rx = batchio.NewMessages(recvBatchSize, codec.MaxPacketBytes)
 	s.out = make([]sendBatch, len(conns))
 	for c := range s.out {
-		b := &s.out[c]
-		b.conn = conns[c]
-		b.msgs = make([]batchio.Message, sendBatchSize)
-		mem := make([]byte, sendBatchSize*codec.MaxPacketBytes)
-		for i := range b.msgs {
-			b.msgs[i].Buf = mem[i*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes : (i+1)*codec.MaxPacketBytes]
-		}
+		s.out[c] = sendBatch{conn: conns[c], msgs: batchio.NewMessages(sendBatchSize, codec.MaxPacketBytes)}
 	}
 
 	s.rp = codec.ReadParams{Role: codec.RoleServer, ProtocolID: cfg.ProtocolID, TokenKey: s.tokenKey}
