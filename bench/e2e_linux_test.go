@@ -167,9 +167,15 @@ func testHandshakeLoad(t *testing.T, sockets LoadSockets) {
 // TestFlooderDropped: the flooder's requests reach the server and are all
 // dropped, while a client stays connected.
 func TestFlooderDropped(t *testing.T) {
+	for _, gso := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gso=%v", gso), func(t *testing.T) { testFlooderDropped(t, gso) })
+	}
+}
+
+func testFlooderDropped(t *testing.T, gso bool) {
 	key := testKey(t)
 	echo, addr := startTestEcho(t, key, 1)
-	f, err := NewFlooder(addr, testProtocolID, netip.MustParseAddr("127.0.0.1"))
+	f, err := NewFlooder(addr, testProtocolID, netip.MustParseAddr("127.0.0.1"), gso)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,9 +39,12 @@ type Flooder struct {
 }
 
 // NewFlooder opens a socket on bind (port 0) and prepares floodBatch
-// distinct requests for server.
-func NewFlooder(server netip.AddrPort, protocolID uint64, bind netip.Addr) (*Flooder, error) {
-	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(bind, 0), batchio.MmsgConfig{BatchSize: floodBatch})
+// distinct requests for server. With gso the socket sends each batch as
+// runs of UDP GSO segments where the kernel supports it: several times the
+// requests per second of sendmmsg from the same core, the highest rate one
+// core can offer (the server still receives them one datagram each).
+func NewFlooder(server netip.AddrPort, protocolID uint64, bind netip.Addr, gso bool) (*Flooder, error) {
+	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(bind, 0), batchio.MmsgConfig{BatchSize: floodBatch, GSO: gso})
 	if err != nil {
 		return nil, fmt.Errorf("bench: flood socket: %w", err)
 	}

@@ -95,6 +95,7 @@ type Result struct {
 	FloodSentPPS    *float64 `json:"flood_sent_pps,omitempty"`
 	ServerDropsPerS *float64 `json:"server_drops_per_s,omitempty"`
 	FloodPriority   string   `json:"flood_priority,omitempty"` // idle or normal
+	FloodGSO        *bool    `json:"flood_gso,omitempty"`      // the flooder sent with UDP GSO
 
 	LoadSockets    string       `json:"load_sockets"` // shared or per-client
 	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets

@@ -189,6 +189,27 @@ func TestReadPacketCheckOrder(t *testing.T) {
 		if got := codec.ReasonOf(err); got != c.want {
 			t.Errorf("%s: %v (%v), want %v", c.name, got, err, c.want)
 		}
+		if len(c.pkt) > 0 && c.pkt[0] == 0 {
+			// CheckRequestPacket stops where decryption would begin.
+			want := c.want
+			if want == codec.ReasonTokenDecrypt {
+				want = codec.ReasonNone
+			}
+			if got := codec.ReasonOf(codec.CheckRequestPacket(c.pkt, &p)); got != want {
+				t.Errorf("%s: CheckRequestPacket %v, want %v", c.name, got, want)
+			}
+		}
+	}
+	p := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 9, Now: 99, TokenKey: tokenKey}
+	if err := codec.CheckRequestPacket(request, &p); err != nil {
+		t.Errorf("valid request: %v", err)
+	}
+	if got := codec.ReasonOf(codec.CheckRequestPacket(valid(codec.ConnectionKeepAlive, 1), &p)); got != codec.ReasonRequestSize {
+		t.Errorf("keep-alive as a request: %v, want %v", got, codec.ReasonRequestSize)
+	}
+	p.TokenKey = nil
+	if got := codec.ReasonOf(codec.CheckRequestPacket(request, &p)); got != codec.ReasonNoKey {
+		t.Errorf("no token key: %v, want %v", got, codec.ReasonNoKey)
 	}
 }
 

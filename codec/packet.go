@@ -218,34 +218,51 @@ func ReadPacket(pkt []byte, p *ReadParams, out *Packet) error {
 	return nil
 }
 
-func readRequest(pkt []byte, p *ReadParams, out *Packet) error {
+// Offsets of a connection request's fields.
+const (
+	requestProtoOff  = 1 + VersionInfoBytes
+	requestExpireOff = requestProtoOff + 8
+	requestNonceOff  = requestExpireOff + 8
+	requestTokenOff  = requestNonceOff + ConnectTokenNonceBytes
+)
+
+// CheckRequestPacket runs the checks a connection request must pass before
+// its private token is decrypted, in the standard's order: allowed for the
+// role, size 1078, version, protocol id, expiry (> Now), and a token key to
+// open it with. ReadPacket runs them too; a server calls this first when it
+// wants to ration the decryptions (the expensive step) that pass them.
+func CheckRequestPacket(pkt []byte, p *ReadParams) error {
 	if !p.Role.Allows(ConnectionRequest) {
 		return ReasonTypeNotAllowed
 	}
 	if len(pkt) != RequestPacketBytes {
 		return ReasonRequestSize
 	}
+	if pkt[0] != 0 {
+		return ReasonInvalidType
+	}
 	if !bytes.Equal(pkt[1:1+VersionInfoBytes], VersionInfo[:]) {
 		return ReasonVersion
 	}
-	const (
-		protoOff  = 1 + VersionInfoBytes
-		expireOff = protoOff + 8
-		nonceOff  = expireOff + 8
-		tokenOff  = nonceOff + ConnectTokenNonceBytes
-	)
-	if binary.LittleEndian.Uint64(pkt[protoOff:]) != p.ProtocolID {
+	if binary.LittleEndian.Uint64(pkt[requestProtoOff:]) != p.ProtocolID {
 		return ReasonProtocolID
 	}
-	expire := binary.LittleEndian.Uint64(pkt[expireOff:])
-	if expire <= p.Now {
+	if binary.LittleEndian.Uint64(pkt[requestExpireOff:]) <= p.Now {
 		return ReasonTokenExpired
 	}
 	if p.TokenKey == nil {
 		return ReasonNoKey
 	}
-	nonce := pkt[nonceOff:tokenOff]
-	token := pkt[tokenOff:RequestPacketBytes]
+	return nil
+}
+
+func readRequest(pkt []byte, p *ReadParams, out *Packet) error {
+	if err := CheckRequestPacket(pkt, p); err != nil {
+		return err
+	}
+	expire := binary.LittleEndian.Uint64(pkt[requestExpireOff:])
+	nonce := pkt[requestNonceOff:requestTokenOff]
+	token := pkt[requestTokenOff:RequestPacketBytes]
 	if p.TokenKey.OpenPrivateToken(token, p.ProtocolID, expire, nonce) != nil {
 		return ReasonTokenDecrypt
 	}

@@ -72,8 +72,13 @@ func TestFloodDoesNotStarveTimers(t *testing.T) {
 	if keepAlives < 9 {
 		t.Fatalf("%d keep-alives in a flooded second, want about 10", keepAlives)
 	}
-	if drops := h.codecDrops(codec.ReasonTokenDecrypt); drops < 100*maxRecvBatches*recvBatchSize/2 {
+	decrypted := h.codecDrops(codec.ReasonTokenDecrypt)
+	if drops := decrypted + h.drops(ServerDropRequestRate); drops < 100*maxRecvBatches*recvBatchSize/2 {
 		t.Fatalf("only %d flood packets processed", drops)
+	}
+	// One second of flood: the budget's rate plus its initial burst.
+	if limit := uint64(DefaultTokenDecryptsPerSecond + DefaultTokenDecryptsPerSecond/8); decrypted > limit {
+		t.Fatalf("%d connect tokens decrypted in a flooded second, budget %d", decrypted, limit)
 	}
 	if !h.s.ClientConnected(i) {
 		t.Fatal("the client timed out under the flood")

@@ -112,6 +112,17 @@ type ServerConfig struct {
 	// 8*MaxClients at 256 clients). At
 	// most 2^22).
 	TokenReuseTableSize int
+	// TokenDecryptsPerSecond bounds how many connection requests per
+	// second that pass the cheap checks (size, version, protocol id,
+	// expiry) have their connect token decrypted, the most expensive work
+	// an unauthenticated datagram can cause. Requests beyond it are dropped
+	// before decryption (ServerDropRequestRate) like lost packets, and the
+	// client's next request (10 Hz) tries again; so a flood of forged
+	// requests costs the server a read and a few compares each instead of a
+	// decryption, and connected clients keep their share of the core. Each
+	// shard of a ShardedServer has its own budget. Default
+	// DefaultTokenDecryptsPerSecond; -1 means no limit; allowed 1 to 2^24.
+	TokenDecryptsPerSecond int
 	// KeepAliveInterval is how long a connected client may go without a
 	// packet from the server before it is sent a keep-alive: the server's
 	// send rate when idle (default PacketSendInterval, 10 Hz; allowed 1 ms to
@@ -189,6 +200,8 @@ type Server struct {
 	priv    codec.PrivateToken
 	chal    codec.ChallengeToken
 	chalBuf [codec.ChallengeTokenBytes]byte
+	// decrypts rations connect-token decryptions (TokenDecryptsPerSecond).
+	decrypts tokenBucket
 
 	now     time.Time
 	nowUnix uint64
@@ -257,6 +270,12 @@ func (c *ServerConfig) normalize(conns []batchio.Conn) error {
 	}
 	if c.TokenReuseTableSize < 1 || c.TokenReuseTableSize > maxTokenReuseEntries {
 		return fmt.Errorf("netcode: server config: TokenReuseTableSize %d; allowed 1 to %d (0 means max(2048, 2*MaxClients))", c.TokenReuseTableSize, maxTokenReuseEntries)
+	}
+	if c.TokenDecryptsPerSecond == 0 {
+		c.TokenDecryptsPerSecond = DefaultTokenDecryptsPerSecond
+	}
+	if c.TokenDecryptsPerSecond != -1 && (c.TokenDecryptsPerSecond < 1 || c.TokenDecryptsPerSecond > maxTokenDecryptsPerSecond) {
+		return fmt.Errorf("netcode: server config: TokenDecryptsPerSecond %d; allowed 1 to %d, or -1 for no limit (0 means %d)", c.TokenDecryptsPerSecond, maxTokenDecryptsPerSecond, DefaultTokenDecryptsPerSecond)
 	}
 	if len(conns) == 0 {
 		return errNoConns
@@ -344,6 +363,7 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 	s.active.init(n)
 	s.byAddr.init(n, newAddrHash())
 	s.maps.init(cfg.MaxEncryptionMappings)
+	s.decrypts.init(cfg.TokenDecryptsPerSecond, time.Time{})
 
 	s.pool = make([]byte, cfg.ReceiveBuffers*codec.MaxPayloadBytes)
 	s.freeBufs = make([]int32, cfg.ReceiveBuffers)

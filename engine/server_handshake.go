@@ -191,6 +191,14 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 // processRequest runs the standard's connection request checks in order.
 // The codec has done size, version, protocol id, expiry and decryption.
 func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
+	if err := codec.CheckRequestPacket(pkt, &s.rp); err != nil {
+		s.stats.CodecDrops[codec.ReasonOf(err)]++
+		return
+	}
+	if !s.decrypts.take(now) {
+		s.stats.Drops[ServerDropRequestRate]++
+		return
+	}
 	p := &s.pkt
 	if err := codec.ReadPacket(pkt, &s.rp, p); err != nil {
 		s.stats.CodecDrops[codec.ReasonOf(err)]++

@@ -48,6 +48,11 @@ const (
 	// the later disconnect event (the client retries).
 	ServerDropAppBacklog
 
+	// ServerDropRequestRate: a connection request passed the cheap checks
+	// when the server had spent its TokenDecryptsPerSecond budget, so its
+	// token was not decrypted.
+	ServerDropRequestRate
+
 	// NumServerDropReasons sizes per-reason counter arrays.
 	NumServerDropReasons
 )
@@ -67,6 +72,7 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropPoolEmpty:         "receive buffer pool empty",
 	ServerDropChallengeMismatch: "challenge token of another client's handshake",
 	ServerDropAppBacklog:        "application inbox full",
+	ServerDropRequestRate:       "connection request over the token decryption budget",
 }
 
 func (r ServerDropReason) String() string {

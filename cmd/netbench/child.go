@@ -59,7 +59,8 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	}
 	args := []string{"-server-child",
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
-		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso)}
+		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
+		"-decrypt-rate", strconv.Itoa(o.decryptRate)}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}

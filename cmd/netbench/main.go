@@ -66,6 +66,8 @@ type options struct {
 	recvMode      batchio.RecvMode
 	socketsArg    string
 	floodPriority string
+	floodGSO      bool
+	decryptRate   int
 	sockets       bench.LoadSockets
 	workers       int
 	gso           bool
@@ -121,6 +123,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
 	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
 	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
+	fs.BoolVar(&o.floodGSO, "flood-gso", true, "the flooder sends with UDP GSO, several times the requests per second of sendmmsg from one core")
 	fs.StringVar(&o.floodPriority, "flood-priority", "idle", "scheduling of the flood thread: idle (SCHED_IDLE: it takes only the CPU time the load generator leaves on its core) or normal (it competes with the load generator)")
 	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted")
 	fs.StringVar(&o.target, "target", "", "load an already running server at `ADDR` instead of starting one")

@@ -319,7 +319,7 @@ func (r *runner) flood() func() {
 	if !r.server.Addr().Unmap().Is4() {
 		bind = netip.IPv6Loopback()
 	}
-	f, err := bench.NewFlooder(r.server, r.o.protocolID, bind)
+	f, err := bench.NewFlooder(r.server, r.o.protocolID, bind, r.o.floodGSO)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: flood:", err)
 		return nil
@@ -347,6 +347,7 @@ func (r *runner) floodResult(res *bench.Result, w *window) {
 		res.ServerDropsPerS = &v
 	}
 	res.FloodPriority = r.o.floodPriority
+	res.FloodGSO = &r.o.floodGSO
 }
 
 func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {

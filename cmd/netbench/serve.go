@@ -47,6 +47,8 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 		ProtocolID: o.protocolID,
 		PrivateKey: o.key,
 		MaxClients: o.clients,
+		// Validated by the engine, which names the allowed range.
+		TokenDecryptsPerSecond: o.decryptRate,
 	}
 	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
 	if o.shards > 0 {
