@@ -93,7 +93,9 @@ func (l *echoLoad) run(b *testing.B, n int) time.Duration {
 // BenchmarkEcho compares, in one run, the full protocol echo (recvmmsg,
 // decrypt, replay check, queue, application echo, encrypt, sendmmsg) of the
 // single-loop Server for each receive mode against a bare echo loop without
-// protocol or crypto (the ceiling), over real loopback sockets:
+// protocol or crypto (the ceiling) and a crypto-only loop (recvmmsg, open,
+// seal, sendmmsg: what is left when the engine's own work is taken away),
+// over real loopback sockets:
 //
 //	go test -run '^$' -bench Echo -benchtime 300000x ./engine
 //
@@ -103,6 +105,7 @@ func (l *echoLoad) run(b *testing.B, n int) time.Duration {
 func BenchmarkEcho(b *testing.B) {
 	for _, size := range []int{64, 1200} {
 		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.MmsgConfig{}, size) })
+		b.Run(fmt.Sprintf("crypto/%d", size), func(b *testing.B) { benchCryptoEcho(b, size) })
 		for mode := batchio.RecvMmsg; mode <= batchio.RecvSingle; mode++ {
 			b.Run(fmt.Sprintf("server-%v/%d", mode, size), func(b *testing.B) {
 				benchServerEcho(b, batchio.MmsgConfig{Mode: mode}, size)
@@ -161,6 +164,83 @@ func benchBareEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 		}
 	}()
 	load := newEchoLoad(b, cli, srv.LocalAddr(), nil, 0, size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	elapsed := load.run(b, b.N)
+	b.StopTimer()
+	report(b, b.N, elapsed)
+	close(stop)
+	srv.Close()
+	wg.Wait()
+}
+
+// benchCryptoEcho echoes payload packets with nothing but the codec and
+// the two session keys: the floor under any netcode server's per-packet
+// cost, to set the engine's own overhead apart from the crypto's.
+func benchCryptoEcho(b *testing.B, size int) {
+	srv := listenMmsg(b, batchio.MmsgConfig{})
+	cli := listenMmsg(b, loadSocket)
+	defer cli.Close()
+	var c2s, s2c [32]byte
+	c2s[0], s2c[0] = 1, 2
+	recvKey, err := aead.NewPacketKey(c2s[:], 0xbe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sendKey, err := aead.NewPacketKey(s2c[:], 0xbe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loadKey, err := aead.NewPacketKey(c2s[:], 0xbe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		in, out := make([]batchio.Message, 64), make([]batchio.Message, 64)
+		for i := range in {
+			in[i].Buf = make([]byte, codec.MaxPacketBytes)
+			out[i].Buf = make([]byte, codec.MaxPacketBytes)
+		}
+		rp := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 0xbe, Key: recvKey}
+		var pkt codec.Packet
+		var seq uint64
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := srv.ReadBatch(in)
+			if err != nil {
+				return
+			}
+			if n == 0 {
+				if srv.WaitRead(time.Now().Add(10*time.Millisecond)) != nil {
+					return
+				}
+				continue
+			}
+			k := 0
+			for i := range in[:n] {
+				if codec.ReadPacket(in[i].Buf[:in[i].N], &rp, &pkt) != nil || pkt.Type != codec.ConnectionPayload {
+					continue
+				}
+				m := &out[k]
+				if m.N, err = codec.WritePayloadPacket(m.Buf, seq, pkt.Payload, sendKey); err != nil {
+					continue
+				}
+				seq++
+				m.Addr = in[i].Addr
+				k++
+			}
+			srv.WriteBatch(out[:k])
+		}
+	}()
+	load := newEchoLoad(b, cli, srv.LocalAddr(), loadKey, 0, size)
 	b.ReportAllocs()
 	b.ResetTimer()
 	elapsed := load.run(b, b.N)
