@@ -5,6 +5,7 @@ package bench
 import (
 	"crypto/rand"
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -228,5 +229,54 @@ func TestLoadConfigErrors(t *testing.T) {
 				t.Fatal("NewLoad accepted it")
 			}
 		})
+	}
+}
+
+// TestDropSink: a flood at the sink reaches no reader (its filter drops
+// every datagram in the kernel), while a plain socket beside it receives.
+func TestDropSink(t *testing.T) {
+	sink, err := NewDropSink(netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	f, err := NewFlooder(sink.Addr(), testProtocolID, netip.MustParseAddr("127.0.0.1"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- f.Run() }()
+	for deadline := time.Now().Add(5 * time.Second); f.Sent() < 1000 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	f.Stop()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if f.Sent() < 1000 {
+		t.Fatalf("flooder sent %d datagrams", f.Sent())
+	}
+	if err := sink.conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	if n, _, err := sink.conn.ReadFromUDPAddrPort(buf); err == nil {
+		t.Fatalf("the sink received a %d-byte datagram of %d sent", n, f.Sent())
+	}
+	// The same socket without the filter would have received them: check
+	// that datagrams to a plain socket arrive, so the test can fail.
+	plain, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.WriteToUDPAddrPort([]byte("x"), plain.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := plain.ReadFromUDPAddrPort(buf); err != nil {
+		t.Fatalf("a socket without the filter received nothing: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ package bench
 import (
 	"crypto/rand"
 	"fmt"
+	"net"
 	"net/netip"
 	"runtime"
 	"sync/atomic"
@@ -107,3 +108,44 @@ func (f *Flooder) Stop() {
 
 // Sent returns how many requests the socket accepted.
 func (f *Flooder) Sent() uint64 { return f.sent.Load() }
+
+// DropSink is a UDP socket whose kernel filter drops every datagram before
+// it is queued. A flood aimed at it costs the sending core what a flood
+// aimed at the server does (the send and loopback delivery run there) but
+// gives the server nothing to do: a control that tells the flood's cost to
+// the load generator's core from its cost to the server.
+type DropSink struct {
+	conn *net.UDPConn
+}
+
+// NewDropSink opens the sink on bind (port 0).
+func NewDropSink(bind netip.Addr) (*DropSink, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("bench: drop sink: %w", err)
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("bench: drop sink: %w", err)
+	}
+	dropAll := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}} // accept 0 bytes: drop
+	prog := unix.SockFprog{Len: uint16(len(dropAll)), Filter: &dropAll[0]}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog)
+	}); err != nil {
+		serr = err
+	}
+	if serr != nil {
+		conn.Close()
+		return nil, fmt.Errorf("bench: drop sink filter: %w", serr)
+	}
+	return &DropSink{conn: conn}, nil
+}
+
+// Addr returns the sink's address.
+func (s *DropSink) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Close closes the sink.
+func (s *DropSink) Close() error { return s.conn.Close() }

@@ -96,6 +96,7 @@ type Result struct {
 	ServerDropsPerS *float64 `json:"server_drops_per_s,omitempty"`
 	FloodPriority   string   `json:"flood_priority,omitempty"` // idle or normal
 	FloodGSO        *bool    `json:"flood_gso,omitempty"`      // the flooder sent with UDP GSO
+	FloodAt         string   `json:"flood_at,omitempty"`       // server, or sink (the control)
 
 	LoadSockets    string       `json:"load_sockets"` // shared or per-client
 	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets
@@ -171,7 +172,11 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		row("loss", "%.4f%% (%d of %d), %d duplicates, %d reordered", 100*r.LossRatio, r.Lost, r.Sent, r.Duplicates, r.Reordered)
 	}
 	if r.FloodSentPPS != nil {
-		row("flood", "%.0f bad requests/s sent, server dropped %s/s", *r.FloodSentPPS, optFloat(r.ServerDropsPerS, "%.0f"))
+		at := ""
+		if r.FloodAt == "sink" {
+			at = " to the drop sink (control)"
+		}
+		row("flood", "%.0f bad requests/s sent%s, server dropped %s/s", *r.FloodSentPPS, at, optFloat(r.ServerDropsPerS, "%.0f"))
 	}
 	if r.MaxSustainedPPS != nil {
 		row("max sustained", "%.0f pps", *r.MaxSustainedPPS)

@@ -67,6 +67,7 @@ type options struct {
 	socketsArg    string
 	floodPriority string
 	floodGSO      bool
+	floodAt       string
 	decryptRate   int
 	sockets       bench.LoadSockets
 	workers       int
@@ -124,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
 	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
 	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
+	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
 	fs.BoolVar(&o.floodGSO, "flood-gso", true, "the flooder sends with UDP GSO, several times the requests per second of sendmmsg from one core")
 	fs.StringVar(&o.floodPriority, "flood-priority", "idle", "scheduling of the flood thread: idle (SCHED_IDLE: it takes only the CPU time the load generator leaves on its core) or normal (it competes with the load generator)")
 	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted")
@@ -165,6 +167,9 @@ func (o *options) check() error {
 	}
 	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
 		return fmt.Errorf("-sockets: %w", err)
+	}
+	if o.floodAt != "server" && o.floodAt != "sink" {
+		return fmt.Errorf("-flood-at %q: want server or sink", o.floodAt)
 	}
 	if o.floodPriority != "idle" && o.floodPriority != "normal" {
 		return fmt.Errorf("-flood-priority %q: want idle or normal", o.floodPriority)

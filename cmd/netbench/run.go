@@ -319,9 +319,22 @@ func (r *runner) flood() func() {
 	if !r.server.Addr().Unmap().Is4() {
 		bind = netip.IPv6Loopback()
 	}
-	f, err := bench.NewFlooder(r.server, r.o.protocolID, bind, r.o.floodGSO)
+	to := r.server
+	var sink *bench.DropSink
+	if r.o.floodAt == "sink" {
+		var err error
+		if sink, err = bench.NewDropSink(bind); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench: flood:", err)
+			return nil
+		}
+		to = sink.Addr()
+	}
+	f, err := bench.NewFlooder(to, r.o.protocolID, bind, r.o.floodGSO)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: flood:", err)
+		if sink != nil {
+			sink.Close()
+		}
 		return nil
 	}
 	f.Idle = r.o.floodPriority == "idle"
@@ -334,6 +347,9 @@ func (r *runner) flood() func() {
 	return func() {
 		f.Stop()
 		r.floodSent, r.floodS = f.Sent(), time.Since(t0).Seconds()
+		if sink != nil {
+			sink.Close()
+		}
 	}
 }
 
@@ -348,6 +364,7 @@ func (r *runner) floodResult(res *bench.Result, w *window) {
 	}
 	res.FloodPriority = r.o.floodPriority
 	res.FloodGSO = &r.o.floodGSO
+	res.FloodAt = r.o.floodAt
 }
 
 func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {
