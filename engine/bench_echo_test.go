@@ -132,7 +132,53 @@ func report(b *testing.B, n int, elapsed time.Duration) {
 }
 
 func benchBareEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
-	srv := listenMmsg(b, cfg)
+	benchEchoLoop(b, listenMmsg(b, cfg), nil, size, func(in []batchio.Message) []batchio.Message { return in })
+}
+
+// benchCryptoEcho echoes payload packets with nothing but the codec and
+// the two session keys: the floor under any netcode server's per-packet
+// cost, to set the engine's own overhead apart from the crypto's.
+func benchCryptoEcho(b *testing.B, size int) {
+	var c2s, s2c [32]byte
+	c2s[0], s2c[0] = 1, 2
+	newKey := func(k []byte) *aead.PacketKey {
+		key, err := aead.NewPacketKey(k, 0xbe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return key
+	}
+	recvKey, sendKey, loadKey := newKey(c2s[:]), newKey(s2c[:]), newKey(c2s[:])
+	out := make([]batchio.Message, 64)
+	for i := range out {
+		out[i].Buf = make([]byte, codec.MaxPacketBytes)
+	}
+	rp := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 0xbe, Key: recvKey}
+	var pkt codec.Packet
+	var seq uint64
+	benchEchoLoop(b, listenMmsg(b, batchio.MmsgConfig{}), loadKey, size, func(in []batchio.Message) []batchio.Message {
+		k := 0
+		for i := range in {
+			if codec.ReadPacket(in[i].Buf[:in[i].N], &rp, &pkt) != nil || pkt.Type != codec.ConnectionPayload {
+				continue
+			}
+			m := &out[k]
+			var err error
+			if m.N, err = codec.WritePayloadPacket(m.Buf, seq, pkt.Payload, sendKey); err != nil {
+				continue
+			}
+			seq++
+			m.Addr = in[i].Addr
+			k++
+		}
+		return out[:k]
+	})
+}
+
+// benchEchoLoop runs a server goroutine on srv that reads batches and
+// sends back what reply makes of each, under the echo load (sealing with
+// loadKey, or bare datagrams if nil), and reports the load's packets/s.
+func benchEchoLoop(b *testing.B, srv *batchio.MmsgConn, loadKey *aead.PacketKey, size int, reply func([]batchio.Message) []batchio.Message) {
 	cli := listenMmsg(b, loadSocket)
 	defer cli.Close()
 	stop := make(chan struct{})
@@ -160,84 +206,7 @@ func benchBareEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 				}
 				continue
 			}
-			srv.WriteBatch(msgs[:n])
-		}
-	}()
-	load := newEchoLoad(b, cli, srv.LocalAddr(), nil, 0, size)
-	b.ReportAllocs()
-	b.ResetTimer()
-	elapsed := load.run(b, b.N)
-	b.StopTimer()
-	report(b, b.N, elapsed)
-	close(stop)
-	srv.Close()
-	wg.Wait()
-}
-
-// benchCryptoEcho echoes payload packets with nothing but the codec and
-// the two session keys: the floor under any netcode server's per-packet
-// cost, to set the engine's own overhead apart from the crypto's.
-func benchCryptoEcho(b *testing.B, size int) {
-	srv := listenMmsg(b, batchio.MmsgConfig{})
-	cli := listenMmsg(b, loadSocket)
-	defer cli.Close()
-	var c2s, s2c [32]byte
-	c2s[0], s2c[0] = 1, 2
-	recvKey, err := aead.NewPacketKey(c2s[:], 0xbe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sendKey, err := aead.NewPacketKey(s2c[:], 0xbe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	loadKey, err := aead.NewPacketKey(c2s[:], 0xbe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		in, out := make([]batchio.Message, 64), make([]batchio.Message, 64)
-		for i := range in {
-			in[i].Buf = make([]byte, codec.MaxPacketBytes)
-			out[i].Buf = make([]byte, codec.MaxPacketBytes)
-		}
-		rp := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 0xbe, Key: recvKey}
-		var pkt codec.Packet
-		var seq uint64
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n, err := srv.ReadBatch(in)
-			if err != nil {
-				return
-			}
-			if n == 0 {
-				if srv.WaitRead(time.Now().Add(10*time.Millisecond)) != nil {
-					return
-				}
-				continue
-			}
-			k := 0
-			for i := range in[:n] {
-				if codec.ReadPacket(in[i].Buf[:in[i].N], &rp, &pkt) != nil || pkt.Type != codec.ConnectionPayload {
-					continue
-				}
-				m := &out[k]
-				if m.N, err = codec.WritePayloadPacket(m.Buf, seq, pkt.Payload, sendKey); err != nil {
-					continue
-				}
-				seq++
-				m.Addr = in[i].Addr
-				k++
-			}
-			srv.WriteBatch(out[:k])
+			srv.WriteBatch(reply(msgs[:n]))
 		}
 	}()
 	load := newEchoLoad(b, cli, srv.LocalAddr(), loadKey, 0, size)
