@@ -188,8 +188,11 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 	}
 }
 
-// processRequest runs the standard's connection request checks in order.
-// The codec has done size, version, protocol id, expiry and decryption.
+// processRequest runs the standard's connection request checks in order:
+// the codec's cheap checks (size, version, protocol id, expiry), the
+// decryption budget, then the codec again to decrypt the token (it repeats
+// the cheap checks, a few compares, so that ReadPacket stays the one way to
+// a decoded packet), then the server's checks.
 func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
 	if err := codec.CheckRequestPacket(pkt, &s.rp); err != nil {
 		s.stats.CodecDrops[codec.ReasonOf(err)]++
