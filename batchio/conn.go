@@ -67,3 +67,19 @@ func NewMessages(n, size int) []Message {
 	}
 	return msgs
 }
+
+// Shedder is a conn that can drop a share of one kind of datagram in the
+// kernel, before it is queued on the socket (MmsgConn on Linux). A server
+// under a flood of datagrams it would mostly discard anyway keeps a fraction
+// of them: the rest cost the kernel's filter instead of a read, a copy and
+// the server's checks, and they can no longer fill the socket's queue and
+// push out the datagrams of clients already playing.
+type Shedder interface {
+	// SetShedding keeps about keep (0 to 1) of the datagrams whose first
+	// byte is prefix, chosen at random, and lets every other datagram
+	// through. keep >= 1 removes the filter.
+	SetShedding(prefix byte, keep float64) error
+	// KernelDrops returns how many datagrams the kernel has dropped for
+	// the socket: shed, or turned away by a full receive queue.
+	KernelDrops() uint64
+}
