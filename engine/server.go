@@ -123,6 +123,17 @@ type ServerConfig struct {
 	// shard of a ShardedServer has its own budget. Default
 	// DefaultTokenDecryptsPerSecond; -1 means no limit; allowed 1 to 2^24.
 	TokenDecryptsPerSecond int
+	// DisableRequestShedding turns off kernel shedding of connection-request
+	// floods. By default, when a socket reads more than 4 ×
+	// TokenDecryptsPerSecond connection requests per second (or its queue
+	// stays full of them), the server has the kernel drop a random share
+	// of them before they are queued (a socket filter; Linux sockets from
+	// batchio only), keeping the requests it reads between 1 and 4 ×
+	// TokenDecryptsPerSecond. Other
+	// packets are never shed, so a flood can no longer fill the socket's
+	// queue and push out connected clients' packets. Shedding is also off
+	// when TokenDecryptsPerSecond is -1.
+	DisableRequestShedding bool
 	// KeepAliveInterval is how long a connected client may go without a
 	// packet from the server before it is sent a keep-alive: the server's
 	// send rate when idle (default PacketSendInterval, 10 Hz; allowed 1 ms to
@@ -202,6 +213,10 @@ type Server struct {
 	chalBuf [codec.ChallengeTokenBytes]byte
 	// decrypts rations connect-token decryptions (TokenDecryptsPerSecond).
 	decrypts tokenBucket
+	// shed is each conn's kernel shedding of request floods (shed.go).
+	shed         []requestShedder
+	shedReadRate float64
+	shedStart    time.Time
 
 	now     time.Time
 	nowUnix uint64
@@ -364,6 +379,7 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 	s.byAddr.init(n, newAddrHash())
 	s.maps.init(cfg.MaxEncryptionMappings)
 	s.decrypts.init(cfg.TokenDecryptsPerSecond, time.Time{})
+	s.initShedding(conns)
 
 	s.pool = make([]byte, cfg.ReceiveBuffers*codec.MaxPayloadBytes)
 	s.freeBufs = make([]int32, cfg.ReceiveBuffers)
@@ -402,6 +418,7 @@ func (s *Server) Update(now time.Time) {
 		s.sendKeepAlives(now)
 		s.checkTimeouts(now)
 		s.maps.expire(now)
+		s.adjustShedding(now)
 	}
 	s.flush()
 }
@@ -426,8 +443,13 @@ func (s *Server) receive(now time.Time) {
 		for range s.recvBatches {
 			n, err := conn.ReadBatch(s.rx)
 			n = min(max(n, 0), len(s.rx))
+			shed := &s.shed[sock]
+			shed.read += uint64(n)
 			for i := range n {
 				m := &s.rx[i]
+				if m.N > 0 && m.Buf[0] == 0 {
+					shed.seen++ // a connection request
+				}
 				s.processPacket(sock, m.Buf[:m.N], m.Addr, now)
 			}
 			if err != nil {
@@ -435,6 +457,7 @@ func (s *Server) receive(now time.Time) {
 				break
 			}
 			if n == 0 {
+				shed.drained = true
 				break
 			}
 		}
@@ -464,6 +487,7 @@ func (s *Server) Stop(now time.Time) {
 	s.flush()
 	s.maps.clear()
 	s.adm.clearTokens()
+	s.stopShedding()
 	s.stopped = true
 	s.log.Info("netcode server stopped", slog.Any("public", s.public))
 }

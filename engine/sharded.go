@@ -97,6 +97,12 @@ type ShardedStats struct {
 	// system calls and datagrams (their ratio is the mean batch size), when
 	// it is a batchio.MmsgConn.
 	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
+	// KernelDrops is the datagrams the kernel dropped for the shard's
+	// socket before the shard could read them: shed connection requests
+	// (ServerStats.ShedShift) and overflows of its receive queue. Read
+	// when Stats is called, from a socket that can tell (a batchio.Shedder);
+	// 0 after Close.
+	KernelDrops uint64
 }
 
 // ShardedServer is a netcode server for many players: N shards, each a
@@ -303,6 +309,8 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 			return fail(err)
 		}
 		sh.srv.sink = sh
+		// Shed on the socket itself, under any wrapper.
+		sh.srv.initShedding([]batchio.Conn{sh.sock})
 		sh.srv.recvBatches = shardRecvBatches
 		s.shards = append(s.shards, sh)
 	}
@@ -366,6 +374,9 @@ func (s *ShardedServer) AppendStats(dst []ShardedStats) []ShardedStats {
 		st := sh.snapshot
 		sh.statsMu.Unlock()
 		st.OutboxFull = sh.outboxFull.Load()
+		if k, ok := sh.sock.(batchio.Shedder); ok {
+			st.KernelDrops = k.KernelDrops()
+		}
 		dst = append(dst, st)
 	}
 	return dst

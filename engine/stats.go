@@ -107,6 +107,15 @@ type ServerStats struct {
 	// ClientDisconnects counts disconnect packets from clients;
 	// ServerDisconnects counts slots reset by the application or Stop.
 	ClientDisconnects, ServerDisconnects uint64
+
+	// ShedShift is the kernel shedding of connection requests in force
+	// (ServerConfig.DisableRequestShedding): the socket keeps 1 in
+	// 2^ShedShift of them (0: all; the largest over the conns).
+	// ShedChanges counts adjustments, ShedErrors conns where setting the
+	// filter failed (shedding is then off on that conn).
+	ShedShift   uint8
+	ShedChanges uint64
+	ShedErrors  uint64
 }
 
 // Dropped returns the number of incoming datagrams dropped for any reason.
