@@ -21,6 +21,11 @@ type EchoCounters struct {
 	Dropped               uint64 // datagrams the server dropped, any reason
 	Connects              uint64
 	Connected             int
+	// KernelDrops is the datagrams the kernel dropped for the server's
+	// sockets (shed requests, full queues); ShedShift the kernel shedding
+	// of connection requests in force (1 in 2^ShedShift kept).
+	KernelDrops uint64
+	ShedShift   uint8
 }
 
 // EchoServer runs an engine.Server that sends every payload back to the
@@ -44,6 +49,7 @@ type EchoServer struct {
 	pub struct {
 		in, out, echoed, dropped, connects atomic.Uint64
 		connected                          atomic.Int64
+		shedShift                          atomic.Uint32
 	}
 	statsMu sync.Mutex
 	stats   engine.ServerStats // a copy for DropReasons, under statsMu
@@ -176,6 +182,7 @@ func (e *EchoServer) publish() {
 	e.pub.dropped.Store(st.Dropped())
 	e.pub.connects.Store(st.Connects)
 	e.pub.connected.Store(int64(e.srv.NumConnectedClients()))
+	e.pub.shedShift.Store(uint32(st.ShedShift))
 	e.statsMu.Lock()
 	e.stats = st
 	e.statsMu.Unlock()
@@ -191,7 +198,21 @@ func (e *EchoServer) Counters() EchoCounters {
 		Dropped:    e.pub.dropped.Load(),
 		Connects:   e.pub.connects.Load(),
 		Connected:  int(e.pub.connected.Load()),
+		// From the sockets themselves: safe from any goroutine.
+		KernelDrops: kernelDrops(e.srv.Conns()),
+		ShedShift:   uint8(e.pub.shedShift.Load()),
 	}
+}
+
+// kernelDrops sums what the kernel dropped for the conns that can tell.
+func kernelDrops(conns []batchio.Conn) uint64 {
+	var n uint64
+	for _, c := range conns {
+		if k, ok := c.(batchio.Shedder); ok {
+			n += k.KernelDrops()
+		}
+	}
+	return n
 }
 
 // DropReasons returns the server's drop counts by reason name as of the

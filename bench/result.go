@@ -12,20 +12,23 @@ import (
 // ServerWindow is what a server process measured about itself over a
 // measurement window. cmd/netbench's server child sends it as JSON.
 type ServerWindow struct {
-	WindowS     float64 `json:"window_s"`
-	PacketsIn   uint64  `json:"packets_in"`
-	PacketsOut  uint64  `json:"packets_out"`
-	Echoed      uint64  `json:"echoed"`
-	Dropped     uint64  `json:"dropped"`
-	CPUNanos    int64   `json:"cpu_ns"` // user + system (getrusage)
-	Mallocs     uint64  `json:"mallocs"`
-	GCCycles    uint32  `json:"gc_cycles"`
-	Connected   int     `json:"connected"`
-	Connects    uint64  `json:"connects"`
-	ReceiveMode string  `json:"receive_mode"`
-	Batch       int     `json:"batch"`
-	GOMAXPROCS  int     `json:"gomaxprocs"`
-	CPUs        []int   `json:"cpus,omitempty"` // the cores it was pinned to
+	WindowS    float64 `json:"window_s"`
+	PacketsIn  uint64  `json:"packets_in"`
+	PacketsOut uint64  `json:"packets_out"`
+	Echoed     uint64  `json:"echoed"`
+	Dropped    uint64  `json:"dropped"`
+	// KernelDrops: datagrams the kernel dropped for the server's sockets
+	// (shed connection requests, full queues).
+	KernelDrops uint64 `json:"kernel_drops"`
+	CPUNanos    int64  `json:"cpu_ns"` // user + system (getrusage)
+	Mallocs     uint64 `json:"mallocs"`
+	GCCycles    uint32 `json:"gc_cycles"`
+	Connected   int    `json:"connected"`
+	Connects    uint64 `json:"connects"`
+	ReceiveMode string `json:"receive_mode"`
+	Batch       int    `json:"batch"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	CPUs        []int  `json:"cpus,omitempty"` // the cores it was pinned to
 	// DropReasons names the reasons of the window's drops, with counts.
 	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
 }
@@ -94,9 +97,15 @@ type Result struct {
 	HandshakesPerS  *float64 `json:"handshakes_per_s,omitempty"`
 	FloodSentPPS    *float64 `json:"flood_sent_pps,omitempty"`
 	ServerDropsPerS *float64 `json:"server_drops_per_s,omitempty"`
+	// KernelDropsPerS is what the kernel dropped for the server's sockets
+	// per second: under a flood, mostly connection requests it shed.
+	KernelDropsPerS *float64 `json:"kernel_drops_per_s,omitempty"`
 	FloodPriority   string   `json:"flood_priority,omitempty"` // idle or normal
 	FloodGSO        *bool    `json:"flood_gso,omitempty"`      // the flooder sent with UDP GSO
 	FloodAt         string   `json:"flood_at,omitempty"`       // server, or sink (the control)
+	// ShedOff: the server ran with its kernel shedding of request floods
+	// turned off (netbench -no-shed).
+	ShedOff bool `json:"shed_off,omitempty"`
 
 	LoadSockets    string       `json:"load_sockets"` // shared or per-client
 	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets
@@ -177,6 +186,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			at = " to the drop sink (control)"
 		}
 		row("flood", "%.0f bad requests/s sent%s, server dropped %s/s", *r.FloodSentPPS, at, optFloat(r.ServerDropsPerS, "%.0f"))
+		if r.KernelDropsPerS != nil {
+			row("kernel", "dropped %.0f/s before the server read them (shed requests, full queue)", *r.KernelDropsPerS)
+		}
 	}
 	if r.MaxSustainedPPS != nil {
 		row("max sustained", "%.0f pps", *r.MaxSustainedPPS)

@@ -76,6 +76,8 @@ func (e *ShardedEcho) Counters() EchoCounters {
 		c.PacketsOut += st.PacketsOut
 		c.Dropped += st.Dropped()
 		c.Connects += st.Connects
+		c.KernelDrops += st.KernelDrops
+		c.ShedShift = max(c.ShedShift, st.ShedShift)
 	}
 	c.Echoed = e.echoed.Load()
 	c.Connected = e.srv.NumConnectedClients()

@@ -10,6 +10,10 @@
 #   scripts/flood.sh [DIR] [ROUNDS] [extra netbench flags...]
 #   scripts/flood.sh /tmp/flood 5 -duration 8s -flood-priority normal
 #
+# KINDS picks the runs of a round (default "none server sink"); "noshed"
+# adds the flood at a server with its kernel shedding off (-no-shed):
+#   KINDS="none server noshed sink" scripts/flood.sh /tmp/flood 5
+#
 # DIR defaults to bench-results/flood-<timestamp>, ROUNDS to 5.
 set -euo pipefail
 
@@ -24,10 +28,14 @@ cd "$root"
 go build -o "$out/netbench" ./cmd/netbench
 
 for round in $(seq 1 "$rounds"); do
-	for kind in none server sink; do
+	for kind in ${KINDS:-none server sink}; do
 		name="r$round-$kind"
-		flags=(-mode flood -flood-at "$kind")
-		[ "$kind" = none ] && flags=(-mode echo)
+		case "$kind" in
+		none) flags=(-mode echo) ;;
+		server | sink) flags=(-mode flood -flood-at "$kind") ;;
+		noshed) flags=(-mode flood -flood-at server -no-shed) ;;
+		*) echo "flood.sh: unknown kind $kind (want none, server, noshed or sink)" >&2; exit 2 ;;
+		esac
 		echo "== $name" >&2
 		"$out/netbench" -quiet "${flags[@]}" -label "$name" -json "$out/$name.json" "$@" >"$out/$name.txt"
 	done

@@ -60,7 +60,7 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	args := []string{"-server-child",
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
-		"-decrypt-rate", strconv.Itoa(o.decryptRate)}
+		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed)}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}
@@ -234,16 +234,17 @@ func takeMark(e echoRunner) mark {
 
 func serverWindow(b, e *mark) *bench.ServerWindow {
 	return &bench.ServerWindow{
-		WindowS:    e.at.Sub(b.at).Seconds(),
-		PacketsIn:  e.c.PacketsIn - b.c.PacketsIn,
-		PacketsOut: e.c.PacketsOut - b.c.PacketsOut,
-		Echoed:     e.c.Echoed - b.c.Echoed,
-		Dropped:    e.c.Dropped - b.c.Dropped,
-		CPUNanos:   e.cpu - b.cpu,
-		Mallocs:    e.mallocs - b.mallocs,
-		GCCycles:   e.gc - b.gc,
-		Connected:  e.c.Connected,
-		Connects:   e.c.Connects - b.c.Connects,
+		WindowS:     e.at.Sub(b.at).Seconds(),
+		PacketsIn:   e.c.PacketsIn - b.c.PacketsIn,
+		PacketsOut:  e.c.PacketsOut - b.c.PacketsOut,
+		Echoed:      e.c.Echoed - b.c.Echoed,
+		Dropped:     e.c.Dropped - b.c.Dropped,
+		KernelDrops: uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
+		CPUNanos:    e.cpu - b.cpu,
+		Mallocs:     e.mallocs - b.mallocs,
+		GCCycles:    e.gc - b.gc,
+		Connected:   e.c.Connected,
+		Connects:    e.c.Connects - b.c.Connects,
 	}
 }
 

@@ -69,6 +69,7 @@ type options struct {
 	floodGSO      bool
 	floodAt       string
 	decryptRate   int
+	noShed        bool
 	sockets       bench.LoadSockets
 	workers       int
 	gso           bool
@@ -124,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
 	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
 	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.BoolVar(&o.noShed, "no-shed", false, "turn off the server's kernel shedding of connection-request floods (engine.ServerConfig.DisableRequestShedding), to measure what it buys")
 	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
 	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
 	fs.BoolVar(&o.floodGSO, "flood-gso", true, "the flooder sends with UDP GSO, several times the requests per second of sendmmsg from one core")

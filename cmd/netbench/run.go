@@ -361,10 +361,13 @@ func (r *runner) floodResult(res *bench.Result, w *window) {
 	if w.server != nil && w.server.WindowS > 0 {
 		v := float64(w.server.Dropped) / w.server.WindowS
 		res.ServerDropsPerS = &v
+		k := float64(w.server.KernelDrops) / w.server.WindowS
+		res.KernelDropsPerS = &k
 	}
 	res.FloodPriority = r.o.floodPriority
 	res.FloodGSO = &r.o.floodGSO
 	res.FloodAt = r.o.floodAt
+	res.ShedOff = r.o.noShed
 }
 
 func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {

@@ -49,6 +49,7 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 		MaxClients: o.clients,
 		// Validated by the engine, which names the allowed range.
 		TokenDecryptsPerSecond: o.decryptRate,
+		DisableRequestShedding: o.noShed,
 	}
 	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
 	if o.shards > 0 {

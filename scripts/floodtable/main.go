@@ -1,7 +1,8 @@
 // Command floodtable summarises netbench flood experiments: runs without a
 // flood, with the flood at the server, and with the same flood at the drop
 // sink (the control: the same cost to the load generator's core, none to
-// the server). It prints every run and the median of each kind, with p99
+// the server), and optionally with the flood at a server whose kernel
+// shedding is off (noshed). It prints every run and the median of each kind, with p99
 // ratios to the runs without a flood and to the control.
 //
 //	go run ./scripts/floodtable results/*.json > table.md
@@ -17,7 +18,7 @@ import (
 )
 
 // kinds in the order they are printed.
-var kinds = []string{"none", "server", "sink"}
+var kinds = []string{"none", "server", "noshed", "sink"}
 
 func kindOf(r *bench.Result) string {
 	switch {
@@ -25,13 +26,15 @@ func kindOf(r *bench.Result) string {
 		return "none"
 	case r.FloodAt == "sink":
 		return "sink"
+	case r.ShedOff:
+		return "noshed"
 	default:
 		return "server"
 	}
 }
 
 type row struct {
-	floodSent, serverDrops, loss, p50, p99, p999 float64
+	floodSent, serverDrops, kernelDrops, loss, p50, p99, p999 float64
 }
 
 func rowOf(r *bench.Result) row {
@@ -41,6 +44,9 @@ func rowOf(r *bench.Result) row {
 	}
 	if r.ServerDropsPerS != nil {
 		x.serverDrops = *r.ServerDropsPerS
+	}
+	if r.KernelDropsPerS != nil {
+		x.kernelDrops = *r.KernelDropsPerS
 	}
 	return x
 }
@@ -67,8 +73,8 @@ func main() {
 	}
 	byKind := map[string][]row{}
 	w := os.Stdout
-	fmt.Fprintln(w, "| run | flood at | flood sent/s | server dropped/s | players' loss % | p50 µs | p99 µs | p99.9 µs |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| run | flood at | flood sent/s | server dropped/s | kernel dropped/s | players' loss % | p50 µs | p99 µs | p99.9 µs |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, path := range os.Args[1:] {
 		r, err := bench.ReadResultFile(path)
 		if err != nil {
@@ -80,8 +86,8 @@ func main() {
 		printRow(w, r.Label, k, x)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| median of | runs | flood sent/s | server dropped/s | players' loss % | p50 µs | p99 µs | p99.9 µs | p99 vs none | p99 vs sink |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| median of | runs | flood sent/s | server dropped/s | kernel dropped/s | players' loss % | p50 µs | p99 µs | p99.9 µs | p99 vs none | p99 vs sink |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	p99 := map[string]float64{}
 	for _, k := range kinds {
 		if rows := byKind[k]; len(rows) > 0 {
@@ -93,9 +99,10 @@ func main() {
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.4f | %.1f | %.1f | %.1f | %s | %s |\n", k, len(rows),
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.4f | %.1f | %.1f | %.1f | %s | %s |\n", k, len(rows),
 			median(rows, func(r row) float64 { return r.floodSent }),
 			median(rows, func(r row) float64 { return r.serverDrops }),
+			median(rows, func(r row) float64 { return r.kernelDrops }),
 			median(rows, func(r row) float64 { return r.loss }),
 			median(rows, func(r row) float64 { return r.p50 }),
 			p99[k],
@@ -105,8 +112,8 @@ func main() {
 }
 
 func printRow(w io.Writer, label, kind string, x row) {
-	fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.4f | %.1f | %.1f | %.1f |\n",
-		label, kind, x.floodSent, x.serverDrops, x.loss, x.p50, x.p99, x.p999)
+	fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.4f | %.1f | %.1f | %.1f |\n",
+		label, kind, x.floodSent, x.serverDrops, x.kernelDrops, x.loss, x.p50, x.p99, x.p999)
 }
 
 func ratio(a, b float64) string {
