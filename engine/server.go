@@ -23,6 +23,10 @@ const (
 	// MaxReceiveQueueLen is the largest per-client receive queue.
 	MaxReceiveQueueLen = 1 << 16
 
+	// maxQueueEntries bounds MaxClients * ReceiveQueueLen, the receive
+	// queues' entries (16 bytes each: 256 MiB at the bound), which is
+	// every slot at MaxServerClients with the default queue length.
+	maxQueueEntries       = 1 << 24
 	maxEncryptionMappings = 1 << 20
 	maxTokenReuseEntries  = 1 << 22
 	maxReceiveBuffers     = 1 << 22
@@ -96,7 +100,8 @@ type ServerConfig struct {
 	// (default DefaultMaxClients).
 	MaxClients int
 	// ReceiveQueueLen is each client's receive queue length, a power of two
-	// up to MaxReceiveQueueLen (default ReceiveQueueSize).
+	// up to MaxReceiveQueueLen (default ReceiveQueueSize); MaxClients ×
+	// ReceiveQueueLen may be at most 2^24 (16 bytes each).
 	ReceiveQueueLen int
 	// ReceiveBuffers is the number of 1200-byte payload buffers shared by
 	// all receive queues (default 4*MaxClients, at least 1024, at most
@@ -216,7 +221,6 @@ type Server struct {
 	// shed is each conn's kernel shedding of request floods (shed.go).
 	shed         []requestShedder
 	shedReadRate float64
-	shedStart    time.Time
 
 	now     time.Time
 	nowUnix uint64
@@ -261,6 +265,9 @@ func (c *ServerConfig) normalize(conns []batchio.Conn) error {
 	}
 	if q := c.ReceiveQueueLen; q < 1 || q > MaxReceiveQueueLen || q&(q-1) != 0 {
 		return fmt.Errorf("netcode: server config: ReceiveQueueLen %d; want a power of two from 1 to %d (0 means %d)", q, MaxReceiveQueueLen, ReceiveQueueSize)
+	}
+	if n := c.MaxClients * c.ReceiveQueueLen; n > maxQueueEntries {
+		return fmt.Errorf("netcode: server config: MaxClients %d × ReceiveQueueLen %d is %d queue entries; allowed at most %d (lower either)", c.MaxClients, c.ReceiveQueueLen, n, maxQueueEntries)
 	}
 	if c.ReceiveBuffers == 0 {
 		c.ReceiveBuffers = min(max(4*c.MaxClients, 1024), c.MaxClients*c.ReceiveQueueLen)
@@ -418,8 +425,8 @@ func (s *Server) Update(now time.Time) {
 		s.sendKeepAlives(now)
 		s.checkTimeouts(now)
 		s.maps.expire(now)
-		s.adjustShedding(now)
 	}
+	s.adjustShedding(now)
 	s.flush()
 }
 

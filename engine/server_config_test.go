@@ -28,6 +28,10 @@ func TestServerConfigValidation(t *testing.T) {
 		{"16384 clients", func(c *ServerConfig) { c.MaxClients = 16384; c.ReceiveQueueLen = 1 }, nil, ""},
 		{"queue not a power of two", func(c *ServerConfig) { c.ReceiveQueueLen = 3 }, nil, "power of two"},
 		{"queue too long", func(c *ServerConfig) { c.ReceiveQueueLen = MaxReceiveQueueLen * 2 }, nil, "power of two"},
+		{"queues just over their bound", func(c *ServerConfig) { c.MaxClients = MaxServerClients; c.ReceiveQueueLen = 2 * ReceiveQueueSize },
+			nil, "is 33554432 queue entries; allowed at most 16777216"},
+		{"all queues too long together", func(c *ServerConfig) { c.MaxClients = MaxServerClients; c.ReceiveQueueLen = MaxReceiveQueueLen },
+			nil, "MaxClients 65536 × ReceiveQueueLen 65536 is 4294967296 queue entries; allowed at most 16777216"},
 		{"negative buffers", func(c *ServerConfig) { c.ReceiveBuffers = -1 }, nil, "ReceiveBuffers -1"},
 		{"negative mappings", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, nil, "MaxEncryptionMappings -1"},
 		{"negative token table", func(c *ServerConfig) { c.TokenReuseTableSize = -1 }, nil, "TokenReuseTableSize -1"},
@@ -69,6 +73,15 @@ func TestServerConfigValidation(t *testing.T) {
 				t.Fatal("server returned with an error")
 			}
 		})
+	}
+}
+
+// TestServerConfigQueueBound: every slot with the default queue length is
+// exactly at the bound, and allowed (checked without allocating 256 MiB).
+func TestServerConfigQueueBound(t *testing.T) {
+	cfg := ServerConfig{PrivateKey: testPrivateKey, MaxClients: MaxServerClients, ReceiveQueueLen: ReceiveQueueSize}
+	if err := cfg.normalize([]batchio.Conn{&srvConn{local: srvAddr}}); err != nil {
+		t.Fatalf("%d clients with %d-entry queues: %v", MaxServerClients, ReceiveQueueSize, err)
 	}
 }
 

@@ -34,13 +34,18 @@ const (
 	shedReadFactor = 4
 	// maxShedShift bounds the share kept at 1 in 2^16.
 	maxShedShift = 16
+	// fastShedRequests is how many requests a window must have read before
+	// their rate can raise the share ahead of the window's end (fewer say
+	// little about a rate: a burst of clients connecting at once).
+	fastShedRequests = 1024
 )
 
 // requestShedder is one conn's shedding state.
 type requestShedder struct {
-	conn batchio.Shedder // nil: the conn cannot shed, or it failed
-	seen uint64          // requests read in this window
-	read uint64          // datagrams read in this window
+	conn  batchio.Shedder // nil: the conn cannot shed, or it failed
+	start time.Time       // when this window began
+	seen  uint64          // requests read in this window
+	read  uint64          // datagrams read in this window
 	// drained: a read found the socket empty in this window.
 	drained bool
 	shift   uint8 // the kernel keeps 1 in 2^shift requests
@@ -93,37 +98,57 @@ func (s *Server) initShedding(shedders []batchio.Conn) {
 	}
 }
 
-// adjustShedding runs with the timer scan: once per shedWindow it sets
-// each conn's share from the requests it read.
+// adjustShedding runs after every receive pass. At the end of each conn's
+// window it sets the share from the window's reads (nextShedShift); within
+// a window it raises the share as soon as enough requests have come in to
+// tell that a flood is outrunning it: a socket queue fills in milliseconds
+// at a million requests a second, and players' packets would be lost until
+// the window's end.
 func (s *Server) adjustShedding(now time.Time) {
-	elapsed := now.Sub(s.shedStart)
-	if elapsed < shedWindow && elapsed >= 0 {
-		return
-	}
-	s.shedStart = now
-	shift := uint8(0)
+	changed := false
 	for i := range s.shed {
 		r := &s.shed[i]
-		next := nextShedShift(r, elapsed, s.shedReadRate)
-		r.seen, r.read, r.drained = 0, 0, false
 		if r.conn == nil {
 			continue
 		}
-		if next != r.shift {
-			if err := r.conn.SetShedding(0, 1/float64(uint64(1)<<next)); err != nil {
-				// Without the filter the budget still holds; don't retry
-				// a system call that fails every window.
-				s.stats.ShedErrors++
-				s.log.Warn("netcode server: kernel shedding of connection requests is off", slog.Any("error", err))
-				r.conn = nil
+		elapsed := now.Sub(r.start)
+		var next uint8
+		switch {
+		case elapsed >= shedWindow || elapsed < 0:
+			next = nextShedShift(r, elapsed, s.shedReadRate)
+		case r.seen >= fastShedRequests && float64(r.seen) > 2*s.shedReadRate*elapsed.Seconds():
+			// Reading twice the rate: the flood has at least doubled.
+			next = shedShift(r.seen, r.shift, elapsed, s.shedReadRate)
+			if next <= r.shift {
 				continue
 			}
-			r.shift = next
-			s.stats.ShedChanges++
+		default:
+			continue
 		}
-		shift = max(shift, r.shift)
+		r.start = now
+		r.seen, r.read, r.drained = 0, 0, false
+		if next == r.shift {
+			continue
+		}
+		changed = true
+		if err := r.conn.SetShedding(0, 1/float64(uint64(1)<<next)); err != nil {
+			// Without the filter the budget still holds; don't retry a
+			// system call that fails every window.
+			s.stats.ShedErrors++
+			s.log.Warn("netcode server: kernel shedding of connection requests is off", slog.Any("error", err))
+			r.conn, r.shift = nil, 0
+			continue
+		}
+		r.shift = next
+		s.stats.ShedChanges++
 	}
-	s.stats.ShedShift = shift
+	if changed {
+		shift := uint8(0)
+		for i := range s.shed {
+			shift = max(shift, s.shed[i].shift)
+		}
+		s.stats.ShedShift = shift
+	}
 }
 
 // stopShedding removes the filters, so that a conn the application keeps

@@ -147,6 +147,11 @@ func TestSheddingUnderFlood(t *testing.T) {
 		}
 		fc.offer(perStep)
 		h.step(10 * time.Millisecond)
+		if step == 2 && fc.keep > 1.0/8 {
+			// A queue fills in milliseconds: the first window must not
+			// run its course before the flood is shed.
+			t.Fatalf("30 ms into the flood the socket keeps %v of requests; want 1/8 or less", fc.keep)
+		}
 		for _, pkt := range p.received() {
 			if pkt.Type == codec.ConnectionKeepAlive {
 				keepAlives++
