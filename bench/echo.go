@@ -22,10 +22,8 @@ type EchoCounters struct {
 	Connects              uint64
 	Connected             int
 	// KernelDrops is the datagrams the kernel dropped for the server's
-	// sockets (shed requests, full queues); ShedShift the kernel shedding
-	// of connection requests in force (1 in 2^ShedShift kept).
+	// sockets (shed requests, full queues).
 	KernelDrops uint64
-	ShedShift   uint8
 }
 
 // EchoServer runs an engine.Server that sends every payload back to the
@@ -49,7 +47,6 @@ type EchoServer struct {
 	pub struct {
 		in, out, echoed, dropped, connects atomic.Uint64
 		connected                          atomic.Int64
-		shedShift                          atomic.Uint32
 	}
 	statsMu sync.Mutex
 	stats   engine.ServerStats // a copy for DropReasons, under statsMu
@@ -182,7 +179,6 @@ func (e *EchoServer) publish() {
 	e.pub.dropped.Store(st.Dropped())
 	e.pub.connects.Store(st.Connects)
 	e.pub.connected.Store(int64(e.srv.NumConnectedClients()))
-	e.pub.shedShift.Store(uint32(st.ShedShift))
 	e.statsMu.Lock()
 	e.stats = st
 	e.statsMu.Unlock()
@@ -200,7 +196,6 @@ func (e *EchoServer) Counters() EchoCounters {
 		Connected:  int(e.pub.connected.Load()),
 		// From the sockets themselves: safe from any goroutine.
 		KernelDrops: kernelDrops(e.srv.Conns()),
-		ShedShift:   uint8(e.pub.shedShift.Load()),
 	}
 }
 

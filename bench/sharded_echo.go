@@ -77,7 +77,6 @@ func (e *ShardedEcho) Counters() EchoCounters {
 		c.Dropped += st.Dropped()
 		c.Connects += st.Connects
 		c.KernelDrops += st.KernelDrops
-		c.ShedShift = max(c.ShedShift, st.ShedShift)
 	}
 	c.Echoed = e.echoed.Load()
 	c.Connected = e.srv.NumConnectedClients()

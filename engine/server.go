@@ -134,10 +134,9 @@ type ServerConfig struct {
 	// stays full of them), the server has the kernel drop a random share
 	// of them before they are queued (a socket filter; Linux sockets from
 	// batchio only), keeping the requests it reads between 1 and 4 ×
-	// TokenDecryptsPerSecond. Other
-	// packets are never shed, so a flood can no longer fill the socket's
-	// queue and push out connected clients' packets. Shedding is also off
-	// when TokenDecryptsPerSecond is -1.
+	// TokenDecryptsPerSecond. Other packets are never shed, so a flood can
+	// no longer fill the socket's queue and push out connected clients'
+	// packets. Shedding is also off when TokenDecryptsPerSecond is -1.
 	DisableRequestShedding bool
 	// KeepAliveInterval is how long a connected client may go without a
 	// packet from the server before it is sent a keep-alive: the server's

@@ -16,9 +16,9 @@ import (
 // core that way, and the socket queue it shares with the players' packets
 // overflows, so players lose packets. When a socket reads more requests
 // than shedReadFactor times the budget (or cannot keep up with a queue
-// full of them), the server asks the kernel to keep
-// only a random share of them (batchio.Shedder, a socket filter on the
-// first byte, which is 0 for a request and never 0 for any other packet):
+// full of them), the server asks the kernel to keep only a random share of
+// them (batchio.Shedder, a socket filter on the first byte, which is 0 for
+// a request and never 0 for any other packet):
 // the rest are dropped before they are queued, on the CPU that received
 // them, and never displace a player's datagram. Every request, forged or
 // not, then gets through with the same probability, as it does through
@@ -28,9 +28,9 @@ const (
 	// shedWindow is how often the share is adjusted to the rate measured.
 	shedWindow = 100 * time.Millisecond
 	// shedReadFactor: the requests a socket reads per second are kept
-	// between a quarter and all of this many times TokenDecryptsPerSecond (4 ×
-	// 32768/s by default, ~10% of a core), so the budget, not the filter,
-	// decides which requests are decrypted.
+	// between a quarter and all of this many times TokenDecryptsPerSecond
+	// (4 × 32768/s by default, ~10% of a core), so the budget, not the
+	// filter, decides which requests are decrypted.
 	shedReadFactor = 4
 	// maxShedShift bounds the share kept at 1 in 2^16.
 	maxShedShift = 16
