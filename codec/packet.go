@@ -256,6 +256,16 @@ func CheckRequestPacket(pkt []byte, p *ReadParams) error {
 	return nil
 }
 
+// RequestExpireTimestamp returns the expire timestamp of a connection
+// request that passed CheckRequestPacket, for server rules that sit with
+// the cheap checks (the restart rule).
+func RequestExpireTimestamp(pkt []byte) uint64 {
+	if len(pkt) < requestExpireOff+8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(pkt[requestExpireOff:])
+}
+
 func readRequest(pkt []byte, p *ReadParams, out *Packet) error {
 	if err := CheckRequestPacket(pkt, p); err != nil {
 		return err
