@@ -152,12 +152,6 @@ func newAddrHash() func(netip.AddrPort) uint64 {
 	}
 }
 
-// newMACHash returns a seeded hash of a 16-byte token tag.
-func newMACHash() func([16]byte) uint64 {
-	seed := maphash.MakeSeed()
-	return func(m [16]byte) uint64 { return maphash.Bytes(seed, m[:]) }
-}
-
 // newIDHash returns a seeded hash of a client id.
 func newIDHash() func(uint64) uint64 {
 	seed := maphash.MakeSeed()

@@ -7,22 +7,22 @@ import (
 )
 
 // admission is the server state that must be global when several shards
-// serve one set of client slots: which client ids are connected, which
-// connect tokens were used from which address, and which slots are free.
-// Only the handshake path (connection requests and responses, slot resets)
-// touches it, under one mutex; payload, keep-alive and disconnect packets
-// never do. A single Server has its own, uncontended.
+// serve one set of client slots: which client ids are connected, the
+// connect-token history, and which slots are free. Only the handshake path
+// (connection requests and responses, slot resets) touches it, under one
+// mutex; payload, keep-alive and disconnect packets never do. A single
+// Server has its own, uncontended.
 type admission struct {
-	mu     sync.Mutex
-	byID   oaTable[uint64] // client id -> slot
-	tokens tokenTable
-	slots  partition // connected slots first, then free ones
+	mu      sync.Mutex
+	byID    oaTable[uint64] // client id -> slot
+	history tokenHistory
+	slots   partition // connected slots first, then free ones
 }
 
-func newAdmission(maxClients, tokenTableSize int) *admission {
+func newAdmission(maxClients, historySize int) *admission {
 	a := &admission{}
 	a.byID.init(maxClients, newIDHash())
-	a.tokens.init(tokenTableSize)
+	a.history.init(historySize)
 	a.slots.init(maxClients)
 	return a
 }
@@ -35,14 +35,28 @@ func (a *admission) idConnected(id uint64) bool {
 	return ok
 }
 
-// useToken records the token as used from addr and reports whether that is
-// allowed: a token already used from another address is refused.
-func (a *admission) useToken(mac tokenMAC, from netip.AddrPort) bool {
+// presentToken looks the token up in the history and makes it pending for
+// from if it is new (tokenHistory.present).
+func (a *admission) presentToken(mac tokenMAC, from netip.AddrPort, expire, now uint64) (int32, historyResult) {
 	a.mu.Lock()
-	ok := a.tokens.findOrAdd(mac, from)
+	i, r := a.history.present(mac, from, expire, now)
 	a.mu.Unlock()
-	return ok
+	return i, r
 }
+
+// sweepHistory frees a share of the history's expired entries, so that its
+// counts stay current and new tokens rarely wait for a full sweep: with a
+// timer scan every 10 ms it passes over the whole history at least about
+// once a second.
+func (a *admission) sweepHistory(now uint64) {
+	a.mu.Lock()
+	a.history.sweep(now, max(a.history.size()/100, historySweepMin))
+	a.mu.Unlock()
+}
+
+// historySweepMin is the least a timer scan sweeps: small histories are
+// swept whole every time.
+const historySweepMin = 256
 
 // full reports whether every slot is taken.
 func (a *admission) full() bool {
@@ -66,13 +80,15 @@ const (
 	claimOK claimResult = iota
 	claimIDConnected
 	claimFull
+	claimTokenConsumed
 )
 
-// claim takes a free slot for client id, checking in the standard's order
-// that the id is not connected and that the server is not full. Doing both
-// under one lock is what lets two shards race for the same id or the last
-// slot and admit at most one.
-func (a *admission) claim(id uint64) (int32, claimResult) {
+// claim takes a free slot for client id and consumes the handshake's
+// history entry, checking in the standard's order that the id is not
+// connected and that the server is not full, then that the entry still
+// holds the pending token. Doing it all under one lock is what lets two
+// shards race for the same id, token or last slot and admit at most one.
+func (a *admission) claim(id uint64, entry int32, mac tokenMAC, now uint64) (int32, claimResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.byID.get(id); ok {
@@ -80,6 +96,9 @@ func (a *admission) claim(id uint64) (int32, claimResult) {
 	}
 	if a.slots.full() {
 		return -1, claimFull
+	}
+	if !a.history.consume(entry, mac, now) {
+		return -1, claimTokenConsumed
 	}
 	i := a.slots.takeAny()
 	a.byID.put(id, int32(i))
@@ -110,12 +129,5 @@ func (a *admission) release(i int, id uint64) {
 	if a.slots.pos[i] < int32(a.slots.n) {
 		a.slots.release(i)
 	}
-	a.mu.Unlock()
-}
-
-// clearTokens forgets every used token (the server stopped).
-func (a *admission) clearTokens() {
-	a.mu.Lock()
-	a.tokens.clear()
 	a.mu.Unlock()
 }

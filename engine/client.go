@@ -58,7 +58,6 @@ var (
 	ErrClientLoopback      = errors.New("netcode: client is in loopback mode; call DisconnectLoopback first")
 	ErrClientBusy          = errors.New("netcode: client is connecting or connected; call Disconnect first")
 	ErrClientNoRoute       = errors.New("netcode: no conn has the address family (IPv4/IPv6) of any server address in the connect token")
-	ErrClientTokenHistory  = errors.New("netcode: client remembers the send sequences of 32 unexpired connect tokens; use a new Client or wait for one to expire")
 	ErrClientConfig        = errors.New("netcode: invalid client config")
 	ErrClientNotLoopback   = errors.New("netcode: client is not in loopback mode; call ConnectLoopback first")
 	ErrClientQueueFull     = errors.New("netcode: client receive queue is full; call ReceivePacket more often or raise ReceiveQueueSize")
@@ -254,9 +253,12 @@ func (c *Client) Close() error {
 // The token's life (expire - create) is measured from now, so a client whose
 // clock differs from the web backend's still gets the whole life.
 //
-// Reconnecting with a token whose client-to-server key this Client has used
-// before continues that key's send sequence instead of restarting at 0, so
-// no packet nonce is ever reused under a key.
+// A token carries one session: servers that follow the reference's 1.4.5
+// rules (this one included) refuse a token that has connected before, so
+// reconnecting needs a fresh token. Against an older server that admits it,
+// a token whose client-to-server key this Client used among its last 32
+// tokens continues that key's send sequence instead of restarting at 0, so
+// that the client itself reuses no nonce.
 func (c *Client) Connect(token []byte, now time.Time) error {
 	if c.loopback {
 		return ErrClientLoopback
@@ -274,12 +276,7 @@ func (c *Client) Connect(token []byte, now time.Time) error {
 		c.reset(Disconnected)
 		return ErrClientNoRoute
 	}
-	slot, err := c.claimSequence(uint64(now.Unix()))
-	if err != nil {
-		c.token = codec.ConnectToken{}
-		c.reset(Disconnected)
-		return err
-	}
+	slot := c.claimSequence()
 	sendKey, err := aead.NewPacketKey(c.token.ClientToServerKey[:], c.token.ProtocolID)
 	if err != nil {
 		return err // cannot happen: the key is 32 bytes
@@ -351,32 +348,29 @@ func (c *Client) anyRoute() bool {
 
 // claimSequence finds or makes the sequence record of the token's
 // client-to-server key. An unused record is taken first, then the one of
-// the longest-expired token.
-func (c *Client) claimSequence(now uint64) (int, error) {
+// the token that expires (or expired) first.
+func (c *Client) claimSequence() int {
 	free := -1
 	for i := range c.seqs {
 		e := &c.seqs[i]
 		if e.used && e.key == c.token.ClientToServerKey {
 			e.expire = max(e.expire, c.token.ExpireTimestamp)
-			return i, nil
+			return i
 		}
 		if free < 0 && !e.used {
 			free = i
 		}
 	}
 	if free < 0 {
+		free = 0
 		for i := range c.seqs {
-			e := &c.seqs[i]
-			if e.expire < now && (free < 0 || e.expire < c.seqs[free].expire) {
+			if c.seqs[i].expire < c.seqs[free].expire {
 				free = i
 			}
 		}
 	}
-	if free < 0 {
-		return -1, ErrClientTokenHistory
-	}
 	c.seqs[free] = tokenSequence{key: c.token.ClientToServerKey, expire: c.token.ExpireTimestamp, used: true}
-	return free, nil
+	return free
 }
 
 // nextSequence returns the sequence for the next packet sent and records

@@ -111,8 +111,7 @@ func advNewFuzzWorld(t *testing.T) *advFuzzWorld {
 	return w
 }
 
-// close stops the server so that the process-wide session registry lets
-// the next input's server use the same tokens.
+// close stops the server; the next input gets a new one.
 func (w *advFuzzWorld) close() { w.h.s.Stop(w.h.now) }
 
 // modelKeepAlive reports whether the server must accept pkt from from as a

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netcode-go/netcode/codec"
 )
@@ -41,9 +42,14 @@ func TestLimitEncryptionMappings(t *testing.T) {
 	extra.challenged()
 }
 
-func TestLimitTokenReuseTableWrap(t *testing.T) {
+// TestLimitTokenHistoryFull: a history whose entries all hold unexpired
+// tokens refuses new tokens and evicts nothing, so a flood of valid tokens
+// can never make a remembered one usable from another address; the owners
+// of pending tokens still complete their handshakes, and entries come back
+// when their tokens expire.
+func TestLimitTokenHistoryFull(t *testing.T) {
 	const size = 3
-	h := newSrvHarness(t, ServerConfig{TokenReuseTableSize: size, MaxEncryptionMappings: 16})
+	h := newSrvHarness(t, ServerConfig{TokenHistorySize: size, MaxEncryptionMappings: 16})
 	thief := func(p *srvPeer) *srvPeer {
 		return h.peerWithToken(netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, 9}), p.addr.Port()).String(), p.token)
 	}
@@ -53,24 +59,36 @@ func TestLimitTokenReuseTableWrap(t *testing.T) {
 		p.challenged()
 		peers = append(peers, p)
 	}
-	// The table is full and remembers all of them, the oldest included.
+	// Full: 2,100 more fresh tokens are all refused and nothing is evicted,
+	// so the oldest token is still refused from another address.
+	for k := range 2100 {
+		p := h.peer(advAddr(size+k), uint64(100+k), nil)
+		p.send(p.request())
+		p.expectNothing("new token with the history full")
+	}
+	if got := h.drops(ServerDropTokenHistoryFull); got != 2100 {
+		t.Fatalf("ServerDropTokenHistoryFull = %d, want 2100", got)
+	}
 	th := thief(peers[0])
 	th.send(th.request())
-	th.expectNothing("oldest token reused while still remembered")
-	if got := h.drops(ServerDropTokenReused); got != 1 {
-		t.Fatalf("ServerDropTokenReused = %d, want 1", got)
+	th.expectNothing("oldest token from another address with the history full")
+	if got := h.drops(ServerDropTokenOtherAddress); got != 1 {
+		t.Fatalf("ServerDropTokenOtherAddress = %d, want 1", got)
 	}
-	// One more token pushes the oldest out: it is then accepted from a new
-	// address. That use is recorded in turn and pushes out the next oldest,
-	// so the table now holds tokens 2, 3 and 0 and still refuses 2.
-	h.peer(advAddr(size), size+1, nil).challenged()
-	th.challenged()
-	th2 := thief(peers[2])
-	th2.addr = netip.MustParseAddrPort("198.51.100.10:5002")
-	th2.send(th2.request())
-	th2.expectNothing("token still in the table reused")
-	if got := h.drops(ServerDropTokenReused); got != 2 {
-		t.Fatalf("ServerDropTokenReused = %d, want 2", got)
+	// The pending owners still finish: a retransmitted request is answered
+	// and the response gets the slot.
+	for _, p := range peers {
+		p.connect()
+	}
+	if h.s.NumConnectedClients() != size {
+		t.Fatalf("%d connected, want %d", h.s.NumConnectedClients(), size)
+	}
+	// Once the tokens expire (30 s) their entries free up for new tokens.
+	h.step(31 * time.Second)
+	late := h.peer(advAddr(3000), 3000, nil)
+	late.challenged()
+	if got := h.s.adm.history.pending.Load() + h.s.adm.history.consumed.Load(); got != 1 {
+		t.Fatalf("history holds %d entries after the old tokens expired, want 1", got)
 	}
 }
 
@@ -208,9 +226,13 @@ func TestLimitConfigOutOfRange(t *testing.T) {
 		{"MaxEncryptionMappings 1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1 }, nil},
 		{"MaxEncryptionMappings -1", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, []string{"MaxEncryptionMappings", "-1", "1 to 1048576"}},
 		{"MaxEncryptionMappings max+1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1<<20 + 1 }, []string{"MaxEncryptionMappings", "1048577", "1 to 1048576"}},
-		{"TokenReuseTableSize 1", func(c *ServerConfig) { c.TokenReuseTableSize = 1 }, nil},
-		{"TokenReuseTableSize -1", func(c *ServerConfig) { c.TokenReuseTableSize = -1 }, []string{"TokenReuseTableSize", "-1", "1 to 4194304"}},
-		{"TokenReuseTableSize max+1", func(c *ServerConfig) { c.TokenReuseTableSize = 1<<22 + 1 }, []string{"TokenReuseTableSize", "4194305", "1 to 4194304"}},
+		{"TokenHistorySize 1", func(c *ServerConfig) { c.TokenHistorySize = 1 }, nil},
+		{"TokenHistorySize -1", func(c *ServerConfig) { c.TokenHistorySize = -1 }, []string{"TokenHistorySize", "-1", "1 to 4194304"}},
+		{"TokenHistorySize max+1", func(c *ServerConfig) { c.TokenHistorySize = 1<<22 + 1 }, []string{"TokenHistorySize", "4194305", "1 to 4194304"}},
+		{"MaxConnectTokenLifetime 1s", func(c *ServerConfig) { c.MaxConnectTokenLifetime = time.Second }, nil},
+		{"MaxConnectTokenLifetime 24h", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 24 * time.Hour }, nil},
+		{"MaxConnectTokenLifetime 999ms", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 999 * time.Millisecond }, []string{"MaxConnectTokenLifetime", "999ms", "whole seconds from 1s to 24h0m0s"}},
+		{"MaxConnectTokenLifetime 24h+1s", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 24*time.Hour + time.Second }, []string{"MaxConnectTokenLifetime", "24h0m1s", "whole seconds from 1s to 24h0m0s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1}

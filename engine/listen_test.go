@@ -30,7 +30,7 @@ func TestListenServerDialClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		token, _ := GenerateConnectToken(TokenParams{ProtocolID: 5, PrivateKey: testPrivateKey, ClientID: uint64(addr.Port()),
-			PublicAddresses: []netip.AddrPort{addr}, ExpireSeconds: 10, TimeoutSeconds: 5})
+			PublicAddresses: []netip.AddrPort{addr}, ExpireSeconds: 30, TimeoutSeconds: 5})
 		if err := c.Connect(token, time.Now()); err != nil {
 			t.Fatal(err)
 		}

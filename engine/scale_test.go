@@ -38,7 +38,7 @@ func TestSlotMemory(t *testing.T) {
 		srv.Close()
 		return used
 	}
-	heapFor(16) // the process-wide session registry is allocated once
+	heapFor(16) // warm up: anything allocated once per process
 	small, large := heapFor(4096), heapFor(16384)
 	perSlot := float64(large-small) / (16384 - 4096)
 	t.Logf("2 shards: %.1f MiB at 4,096 slots, %.1f MiB at 16,384 slots: %.0f bytes per slot (slot struct %d bytes)",

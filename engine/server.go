@@ -28,8 +28,18 @@ const (
 	// every slot at MaxServerClients with the default queue length.
 	maxQueueEntries       = 1 << 24
 	maxEncryptionMappings = 1 << 20
-	maxTokenReuseEntries  = 1 << 22
+	maxTokenHistorySize   = 1 << 22
 	maxReceiveBuffers     = 1 << 22
+	// historyPerSlot is the default connect-token history per client slot,
+	// as in the reference.
+	historyPerSlot = 8
+
+	// DefaultMaxConnectTokenLifetime is the restart rule's lifetime when
+	// ServerConfig.MaxConnectTokenLifetime is 0 (the reference's default).
+	DefaultMaxConnectTokenLifetime = 30 * time.Second
+	// MaxConnectTokenLifetimeLimit is the largest MaxConnectTokenLifetime
+	// a server accepts.
+	MaxConnectTokenLifetimeLimit = 24 * time.Hour
 
 	// recvBatchSize and sendBatchSize are the datagrams moved per
 	// ReadBatch / WriteBatch call.
@@ -110,13 +120,25 @@ type ServerConfig struct {
 	// MaxEncryptionMappings bounds clients in the middle of a handshake
 	// (default 2*MaxClients, at most 2^20).
 	MaxEncryptionMappings int
-	// TokenReuseTableSize is how many connect tokens the server remembers
-	// to refuse their use from a second address. It must hold every token
-	// seen within a token's life; the default, max(2048, 2*MaxClients), holds
-	// two complete turnovers of the slots (and equals the reference's
-	// 8*MaxClients at 256 clients). At
-	// most 2^22).
-	TokenReuseTableSize int
+	// TokenHistorySize is how many connect tokens the server remembers, each
+	// until it expires, so that a token carries one session only (see
+	// MaxConnectTokenLifetime). A token presented while every entry holds an
+	// unexpired token is ignored (ServerDropTokenHistoryFull); nothing is
+	// ever evicted. It should hold every token the web backend issues for
+	// this server within one token lifetime. Default 8*MaxClients (as the
+	// reference); allowed 1 to 2^22. 2048 entries take about 250 KiB.
+	TokenHistorySize int
+	// MaxConnectTokenLifetime is the longest lifetime (expire minus create)
+	// of the tokens the web backend issues. At every start the server
+	// ignores tokens that expire less than this after the start
+	// (ServerDropTokenBeforeStart): any of them may have been issued before
+	// the start and used with an earlier run whose history is gone. So a
+	// freshly started server refuses tokens minted before it started, for
+	// up to this long; tokens minted later with this lifetime are admitted.
+	// Tokens issued with a longer lifetime weaken the rule. Default
+	// DefaultMaxConnectTokenLifetime (30 s); allowed whole seconds from 1s
+	// to MaxConnectTokenLifetimeLimit (24h).
+	MaxConnectTokenLifetime time.Duration
 	// TokenDecryptsPerSecond bounds how many connection requests per
 	// second that pass the cheap checks (size, version, protocol id,
 	// expiry) have their connect token decrypted, the most expensive work
@@ -187,7 +209,13 @@ type Server struct {
 	challengeKey *aead.ChallengeKey
 	challengeID  [aead.KeyBytes]byte // the challenge key, kept for tests
 	challengeSeq uint64
-	registry     *sessionRegistry
+	// startedAt is when this run of the server started: the first Update
+	// after NewServer or Start (zero until then). minExpire is the restart
+	// rule's bound: requests whose token expires before it are ignored.
+	startedAt time.Time
+	minExpire uint64
+	// loggedBeforeStart: the restart rule's refusal was logged this run.
+	loggedBeforeStart bool
 
 	// slots may be shared with other shards: this server touches only the
 	// slots it admitted (listed in active) and takes and frees them through
@@ -286,11 +314,17 @@ func (c *ServerConfig) normalize(conns []batchio.Conn) error {
 	if c.MaxEncryptionMappings < 1 || c.MaxEncryptionMappings > maxEncryptionMappings {
 		return fmt.Errorf("netcode: server config: MaxEncryptionMappings %d; allowed 1 to %d (0 means 2*MaxClients)", c.MaxEncryptionMappings, maxEncryptionMappings)
 	}
-	if c.TokenReuseTableSize == 0 {
-		c.TokenReuseTableSize = max(2048, 2*c.MaxClients)
+	if c.TokenHistorySize == 0 {
+		c.TokenHistorySize = historyPerSlot * c.MaxClients
 	}
-	if c.TokenReuseTableSize < 1 || c.TokenReuseTableSize > maxTokenReuseEntries {
-		return fmt.Errorf("netcode: server config: TokenReuseTableSize %d; allowed 1 to %d (0 means max(2048, 2*MaxClients))", c.TokenReuseTableSize, maxTokenReuseEntries)
+	if c.TokenHistorySize < 1 || c.TokenHistorySize > maxTokenHistorySize {
+		return fmt.Errorf("netcode: server config: TokenHistorySize %d; allowed 1 to %d (0 means %d*MaxClients)", c.TokenHistorySize, maxTokenHistorySize, historyPerSlot)
+	}
+	if c.MaxConnectTokenLifetime == 0 {
+		c.MaxConnectTokenLifetime = DefaultMaxConnectTokenLifetime
+	}
+	if l := c.MaxConnectTokenLifetime; l < time.Second || l > MaxConnectTokenLifetimeLimit || l%time.Second != 0 {
+		return fmt.Errorf("netcode: server config: MaxConnectTokenLifetime %v; allowed whole seconds from 1s to %v (0 means %v)", l, MaxConnectTokenLifetimeLimit, DefaultMaxConnectTokenLifetime)
 	}
 	if c.TokenDecryptsPerSecond == 0 {
 		c.TokenDecryptsPerSecond = DefaultTokenDecryptsPerSecond
@@ -341,7 +375,7 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newServer(cfg, conns, slots, newAdmission(cfg.MaxClients, cfg.TokenReuseTableSize))
+	return newServer(cfg, conns, slots, newAdmission(cfg.MaxClients, cfg.TokenHistorySize))
 }
 
 // newSlots allocates the client slots.
@@ -368,15 +402,9 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 	if s.tokenKey, err = aead.NewTokenKey(cfg.PrivateKey); err != nil {
 		return nil, err
 	}
-	// A new random challenge key per start: challenge sequences restart at
-	// 0, and must never meet a key they were used with.
-	if _, err := rand.Read(s.challengeID[:]); err != nil {
-		return nil, fmt.Errorf("netcode: challenge key: %w", err)
-	}
-	if s.challengeKey, err = aead.NewChallengeKey(s.challengeID[:]); err != nil {
+	if err := s.newChallengeKey(); err != nil {
 		return nil, err
 	}
-	s.registry = processSessions()
 
 	n := cfg.MaxClients
 	s.slots = slots
@@ -400,10 +428,58 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 	}
 
 	s.rp = codec.ReadParams{Role: codec.RoleServer, ProtocolID: cfg.ProtocolID, TokenKey: s.tokenKey}
-	s.log.Info("netcode server started",
-		slog.Any("public", s.public), slog.Int("conns", len(conns)),
-		slog.Int("max_clients", n), slog.Uint64("protocol_id", cfg.ProtocolID))
 	return s, nil
+}
+
+// newChallengeKey makes a new random challenge key, at every start:
+// challenge sequences restart at 0 and must never meet a key they were
+// used with.
+func (s *Server) newChallengeKey() error {
+	if _, err := rand.Read(s.challengeID[:]); err != nil {
+		return fmt.Errorf("netcode: challenge key: %w", err)
+	}
+	key, err := aead.NewChallengeKey(s.challengeID[:])
+	if err != nil {
+		return err
+	}
+	s.challengeKey, s.challengeSeq = key, 0
+	return nil
+}
+
+// start begins a run of the server at now: the restart rule's bound is
+// computed from it.
+func (s *Server) start(now time.Time) {
+	s.startedAt = now
+	s.minExpire = unixSeconds(now) + uint64(s.cfg.MaxConnectTokenLifetime/time.Second)
+	s.loggedBeforeStart = false
+	s.log.Info("netcode server started",
+		slog.Any("public", s.public), slog.Int("conns", len(s.conns)),
+		slog.Int("max_clients", len(s.slots)), slog.Uint64("protocol_id", s.cfg.ProtocolID),
+		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime))
+}
+
+// Start starts a stopped server again at now, like the reference's
+// netcode_server_start after netcode_server_stop: with a new challenge key,
+// a new restart-rule bound and empty slots. The connect-token history is
+// kept (the reference clears it): every token consumed before the stop
+// stays refused whatever its lifetime, so stopping and starting a server
+// can never let a token carry a second session. Start on a running server
+// returns an error.
+func (s *Server) Start(now time.Time) error {
+	if !s.stopped {
+		return errors.New("netcode: Start: the server is running; Stop it first")
+	}
+	if err := s.newChallengeKey(); err != nil {
+		return err
+	}
+	s.decrypts.init(s.cfg.TokenDecryptsPerSecond, time.Time{})
+	for i := range s.shed {
+		s.shed[i] = requestShedder{conn: s.shed[i].conn} // new windows, same sockets
+	}
+	s.stopped = false
+	s.setNow(now)
+	s.start(now)
+	return nil
 }
 
 // Update reads every datagram waiting on the conns and processes it, sends
@@ -413,6 +489,9 @@ func newServer(cfg ServerConfig, conns []batchio.Conn, slots []slot, adm *admiss
 func (s *Server) Update(now time.Time) {
 	if s.stopped {
 		return
+	}
+	if s.startedAt.IsZero() {
+		s.start(now)
 	}
 	s.setNow(now)
 	s.receive(now)
@@ -424,6 +503,7 @@ func (s *Server) Update(now time.Time) {
 		s.sendKeepAlives(now)
 		s.checkTimeouts(now)
 		s.maps.expire(now)
+		s.adm.sweepHistory(s.nowUnix)
 	}
 	s.adjustShedding(now)
 	s.flush()
@@ -473,7 +553,7 @@ func (s *Server) receive(now time.Time) {
 // Stop disconnects every client (NumDisconnectPackets disconnect packets to
 // each network client), resets all slots with DisconnectServerStopped,
 // forgets handshakes in progress and flushes. Afterwards Update does nothing
-// and SendPacket fails; a new server (with a new challenge key) takes over.
+// and SendPacket fails until Start. The connect-token history is kept.
 func (s *Server) Stop(now time.Time) {
 	if s.stopped {
 		return
@@ -492,7 +572,6 @@ func (s *Server) Stop(now time.Time) {
 	}
 	s.flush()
 	s.maps.clear()
-	s.adm.clearTokens()
 	s.stopShedding()
 	s.stopped = true
 	s.log.Info("netcode server stopped", slog.Any("public", s.public))

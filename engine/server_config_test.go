@@ -34,7 +34,10 @@ func TestServerConfigValidation(t *testing.T) {
 			nil, "MaxClients 65536 × ReceiveQueueLen 65536 is 4294967296 queue entries; allowed at most 16777216"},
 		{"negative buffers", func(c *ServerConfig) { c.ReceiveBuffers = -1 }, nil, "ReceiveBuffers -1"},
 		{"negative mappings", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, nil, "MaxEncryptionMappings -1"},
-		{"negative token table", func(c *ServerConfig) { c.TokenReuseTableSize = -1 }, nil, "TokenReuseTableSize -1"},
+		{"negative token history", func(c *ServerConfig) { c.TokenHistorySize = -1 }, nil, "TokenHistorySize -1"},
+		{"negative token lifetime", func(c *ServerConfig) { c.MaxConnectTokenLifetime = -time.Second }, nil, "MaxConnectTokenLifetime -1s; allowed whole seconds from 1s to 24h0m0s"},
+		{"sub-second token lifetime", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 1500 * time.Millisecond }, nil, "MaxConnectTokenLifetime 1.5s"},
+		{"token lifetime over a day", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 25 * time.Hour }, nil, "MaxConnectTokenLifetime 25h0m0s"},
 		{"no decrypt limit", func(c *ServerConfig) { c.TokenDecryptsPerSecond = -1 }, nil, ""},
 		{"negative decrypt rate", func(c *ServerConfig) { c.TokenDecryptsPerSecond = -2 }, nil, "TokenDecryptsPerSecond -2; allowed 1 to 16777216, or -1"},
 		{"decrypt rate too high", func(c *ServerConfig) { c.TokenDecryptsPerSecond = 1<<24 + 1 }, nil, "TokenDecryptsPerSecond 16777217"},
@@ -92,7 +95,8 @@ func TestServerConfigDefaults(t *testing.T) {
 	}
 	c := s.cfg
 	if c.MaxClients != DefaultMaxClients || c.ReceiveQueueLen != ReceiveQueueSize ||
-		c.MaxEncryptionMappings != 2*DefaultMaxClients || c.TokenReuseTableSize != 8*DefaultMaxClients ||
+		c.MaxEncryptionMappings != 2*DefaultMaxClients || c.TokenHistorySize != 8*DefaultMaxClients ||
+		c.MaxConnectTokenLifetime != 30*time.Second ||
 		c.ReceiveBuffers != 1024 {
 		t.Fatalf("defaults %+v", c)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"log/slog"
+	"math"
 	"net/netip"
 	"time"
 
@@ -17,10 +18,15 @@ type mapping struct {
 	sock             int
 	sendKey, recvKey *aead.PacketKey
 	mac              tokenMAC
+	entry            int32  // the token's connect-token history entry
 	clientID         uint64 // from the request's token
+	// tokenExpire (unix seconds) ends the handshake at the latest, whatever
+	// the token's timeout: handshake state never outlives its token.
+	tokenExpire uint64
 	// expireAt ends the handshake: the token's timeout after the last
 	// request. idle is the timeout itself, measured from lastAccess (the
-	// last packet sent to or decrypted from the address).
+	// last packet sent to or decrypted from the address). Without a timeout
+	// (a token timeout of -1) only tokenExpire applies.
 	expireAt   time.Time
 	idle       time.Duration
 	hasTimeout bool
@@ -42,6 +48,9 @@ func (t *mappingTable) init(size int) {
 }
 
 func (m *mapping) expired(now time.Time) bool {
+	if unixSeconds(now) >= m.tokenExpire {
+		return true
+	}
 	return m.hasTimeout && (!now.Before(m.expireAt) || !now.Before(m.lastAccess.Add(m.idle)))
 }
 
@@ -81,10 +90,11 @@ func (t *mappingTable) clear() {
 	}
 }
 
-// add creates or refreshes the mapping for addr with the keys of tok. A
-// repeated request with the same token keeps the keys it already made; a
-// different token replaces them. It reports false when the table is full.
-func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToken, mac tokenMAC, protocolID uint64, now time.Time) (int32, bool) {
+// add creates or refreshes the mapping for addr with the keys of tok, whose
+// history entry is entry and expire timestamp expire. A repeated request
+// with the same token keeps the keys it already made; a different token
+// replaces them. It reports false when the table is full.
+func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToken, mac tokenMAC, entry int32, expire, protocolID uint64, now time.Time) (int32, bool) {
 	i, ok := t.lookup(addr, now)
 	if !ok {
 		if t.part.full() {
@@ -105,6 +115,8 @@ func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToke
 		m.sendKey, m.recvKey, m.mac = send, recv, mac
 	}
 	m.sock = sock
+	m.entry = entry
+	m.tokenExpire = expire
 	m.clientID = tok.ClientID
 	m.hasTimeout = tok.TimeoutSeconds >= 0
 	m.idle = time.Duration(tok.TimeoutSeconds) * time.Second
@@ -189,13 +201,19 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 }
 
 // processRequest runs the standard's connection request checks in order:
-// the codec's cheap checks (size, version, protocol id, expiry), the
-// decryption budget, then the codec again to decrypt the token (it repeats
-// the cheap checks, a few compares, so that ReadPacket stays the one way to
-// a decoded packet), then the server's checks.
+// the codec's cheap checks (size, version, protocol id, expiry), the restart
+// rule, the decryption budget, then the codec again to decrypt the token
+// (it repeats the cheap checks, a few compares, so that ReadPacket stays the
+// one way to a decoded packet), then the server's checks with the
+// connect-token history.
 func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
 	if err := codec.CheckRequestPacket(pkt, &s.rp); err != nil {
 		s.stats.CodecDrops[codec.ReasonOf(err)]++
+		return
+	}
+	if expire := codec.RequestExpireTimestamp(pkt); expire < s.minExpire {
+		s.stats.Drops[ServerDropTokenBeforeStart]++
+		s.logBeforeStart(expire)
 		return
 	}
 	if !s.decrypts.take(now) {
@@ -230,24 +248,46 @@ func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now t
 	}
 	var mac tokenMAC
 	copy(mac[:], p.PrivateToken[codec.PrivateTokenBytes-codec.MACBytes:])
-	if !s.adm.useToken(mac, from) {
-		s.stats.Drops[ServerDropTokenReused]++
+	entry, res := s.adm.presentToken(mac, from, p.ExpireTimestamp, s.nowUnix)
+	switch res {
+	case historyOtherAddress:
+		s.stats.Drops[ServerDropTokenOtherAddress]++
+		return
+	case historyConsumed:
+		s.stats.Drops[ServerDropTokenConsumed]++
+		return
+	case historyFull:
+		s.stats.Drops[ServerDropTokenHistoryFull]++
 		return
 	}
+	// As in the reference, a request denied because the server is full
+	// leaves its token pending.
 	if s.adm.full() {
 		s.sendDeniedForToken(sock, from, tok, mac, now)
 		return
 	}
-	if !s.registry.reserve(mac, p.ExpireTimestamp, s.nowUnix) {
-		s.stats.Drops[ServerDropRegistryFull]++
-		return
-	}
-	mi, ok := s.maps.add(from, sock, tok, mac, s.cfg.ProtocolID, now)
+	mi, ok := s.maps.add(from, sock, tok, mac, entry, p.ExpireTimestamp, s.cfg.ProtocolID, now)
 	if !ok {
 		s.stats.Drops[ServerDropMappingTableFull]++
 		return
 	}
 	s.sendChallenge(mi, tok, now)
+}
+
+// logBeforeStart explains, once per run, why the server ignores tokens
+// that expire too soon after its start.
+func (s *Server) logBeforeStart(expire uint64) {
+	if s.loggedBeforeStart {
+		return
+	}
+	s.loggedBeforeStart = true
+	s.log.Warn("netcode server: ignoring connection requests whose connect token expires before the restart rule's bound: "+
+		"such a token may have been issued before this server started and used with an earlier run; "+
+		"tokens issued from now on with a lifetime of MaxConnectTokenLifetime are admitted, and this ends MaxConnectTokenLifetime after the start",
+		slog.Time("started", s.startedAt),
+		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime),
+		slog.Time("min_expire", time.Unix(int64(s.minExpire), 0)),
+		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
 }
 
 // ownAddressIn reports whether one of the server's public addresses is in
@@ -353,7 +393,7 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 	// The id check and the full check, in that order, and taking the slot
 	// happen under the admission lock, so that concurrent shards admit a
 	// client id at most once.
-	i, res := s.adm.claim(s.chal.ClientID)
+	i, res := s.adm.claim(s.chal.ClientID, m.entry, m.mac, s.nowUnix)
 	switch res {
 	case claimIDConnected:
 		s.stats.Drops[ServerDropClientIDConnected]++
@@ -361,19 +401,15 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 	case claimFull:
 		s.sendDenied(sock, from, m.sendKey)
 		return
-	}
-	seq, ok := s.registry.acquire(m.mac)
-	if !ok {
-		s.adm.release(int(i), s.chal.ClientID)
-		s.stats.Drops[ServerDropSessionBusy]++
+	case claimTokenConsumed:
+		s.stats.Drops[ServerDropTokenConsumed]++
 		return
 	}
 	sl := &s.slots[i]
 	sl.sock = sock
 	sl.addr = from
 	sl.sendKey, sl.recvKey = m.sendKey, m.recvKey
-	sl.mac = m.mac
-	sl.sequence = seq
+	sl.sequence = 0 // the token's only session
 	sl.hasTimeout = m.hasTimeout
 	sl.timeout = m.idle
 	sl.confirmed = false

@@ -92,10 +92,16 @@ type srvHarness struct {
 // (srvAddr if none). cfg.PrivateKey and ProtocolID default to the test ones.
 func newSrvHarness(t *testing.T, cfg ServerConfig, locals ...netip.AddrPort) *srvHarness {
 	t.Helper()
+	return newSrvHarnessAt(t, srvEpoch, cfg, locals...)
+}
+
+// newSrvHarnessAt is newSrvHarness with the server started at start.
+func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...netip.AddrPort) *srvHarness {
+	t.Helper()
 	if len(locals) == 0 {
 		locals = []netip.AddrPort{srvAddr}
 	}
-	h := &srvHarness{t: t, now: srvEpoch}
+	h := &srvHarness{t: t, now: start}
 	if cfg.PrivateKey == nil {
 		cfg.PrivateKey = testPrivateKey
 	}
@@ -118,6 +124,7 @@ func newSrvHarness(t *testing.T, cfg ServerConfig, locals ...netip.AddrPort) *sr
 		t.Fatal(err)
 	}
 	h.s = s
+	s.Update(h.now) // the server starts now (the restart rule's bound)
 	return h
 }
 
@@ -349,4 +356,10 @@ func srvSequence(raw []byte) uint64 {
 	var b [8]byte
 	copy(b[:], raw[1:1+n])
 	return binary.LittleEndian.Uint64(b[:])
+}
+
+// step2 advances the clock a little and returns it (for Stop).
+func (h *srvHarness) step2() time.Time {
+	h.now = h.now.Add(10 * time.Millisecond)
+	return h.now
 }

@@ -27,8 +27,7 @@ type slot struct {
 	userData [codec.UserDataBytes]byte
 
 	sendKey, recvKey *aead.PacketKey
-	mac              tokenMAC // the token's tag: its key in the session registry
-	sequence         uint64   // next sequence sent with sendKey
+	sequence         uint64 // next sequence sent with sendKey
 	timeout          time.Duration
 	hasTimeout       bool // false for a negative token timeout (development)
 
@@ -197,9 +196,6 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 	}
 	if !sl.loopback {
 		s.byAddr.del(sl.addr)
-		// Remember where the session's sequence stopped: the same token may
-		// reconnect until it expires, with the same keys.
-		s.registry.release(sl.mac, sl.sequence)
 	}
 	for {
 		e, ok := sl.queue.Pop()

@@ -122,8 +122,11 @@ func TestServerDisconnectPacketResetsSlot(t *testing.T) {
 	if len(h.s.freeBufs) != h.s.cfg.ReceiveBuffers {
 		t.Fatalf("%d of %d receive buffers free after reset", len(h.s.freeBufs), h.s.cfg.ReceiveBuffers)
 	}
-	// The slot and the address are free again: the same token reconnects.
-	a.connect()
+	// The slot and the address are free again, but the token has carried
+	// its session: only a fresh one reconnects.
+	a.send(a.request())
+	a.expectNothing("request with the consumed token")
+	h.peer(a.addr.String(), 1, nil).connect()
 }
 
 func TestServerSendsRedundantDisconnects(t *testing.T) {

@@ -192,8 +192,8 @@ func TestServerDropsTokenReusedFromOtherAddress(t *testing.T) {
 	thief := h.peerWithToken("198.51.100.9:6000", a.token)
 	thief.send(thief.request())
 	thief.expectNothing("token replayed from another address")
-	if got := h.drops(ServerDropTokenReused); got != 1 {
-		t.Fatalf("ServerDropTokenReused = %d, want 1", got)
+	if got := h.drops(ServerDropTokenOtherAddress); got != 1 {
+		t.Fatalf("ServerDropTokenOtherAddress = %d, want 1", got)
 	}
 }
 
@@ -206,8 +206,8 @@ func TestServerAcceptsTokenResentFromSameAddress(t *testing.T) {
 	if a.challengeSeq == first {
 		t.Fatalf("second challenge reused challenge sequence %d", first)
 	}
-	if got := h.drops(ServerDropTokenReused); got != 0 {
-		t.Fatalf("ServerDropTokenReused = %d for the same address", got)
+	if got := h.drops(ServerDropTokenOtherAddress); got != 0 {
+		t.Fatalf("ServerDropTokenOtherAddress = %d for the same address", got)
 	}
 	a.send(a.response())
 	if !h.s.ClientConnected(a.index) {

@@ -278,7 +278,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 	if s.slots, err = newSlots(cfg.Server.MaxClients, cfg.Server.ReceiveQueueLen); err != nil {
 		return fail(err)
 	}
-	s.adm = newAdmission(cfg.Server.MaxClients, cfg.Server.TokenReuseTableSize)
+	s.adm = newAdmission(cfg.Server.MaxClients, cfg.Server.TokenHistorySize)
 	s.owner = make([]atomic.Uint64, cfg.Server.MaxClients)
 
 	for i, c := range conns {
@@ -313,6 +313,11 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		sh.srv.initShedding([]batchio.Conn{sh.sock})
 		sh.srv.recvBatches = shardRecvBatches
 		s.shards = append(s.shards, sh)
+	}
+	// One start for every shard: the restart rule's bound is the server's.
+	start := time.Now()
+	for _, sh := range s.shards {
+		sh.srv.start(start)
 	}
 	for _, sh := range s.shards {
 		s.wg.Add(1)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
 )
@@ -251,5 +252,199 @@ func TestShardedAdmissionOnce(t *testing.T) {
 		if challenges != 1 {
 			t.Fatalf("round %d: a token used from two addresses at once got %d challenges", round, challenges)
 		}
+	}
+}
+
+// udpPeer speaks the handshake over a real socket with a token's keys.
+type udpPeer struct {
+	conn      batchio.Conn
+	ct        codec.ConnectToken
+	seal      *aead.PacketKey
+	open      *aead.PacketKey
+	seq       uint64
+	msgs      []batchio.Message
+	challenge codec.Packet
+	chalBuf   [codec.ChallengeTokenBytes]byte
+}
+
+func newUDPPeer(t *testing.T, token []byte) *udpPeer {
+	p := &udpPeer{conn: listenOrSkip(t, "127.0.0.1:0"), msgs: batchio.NewMessages(8, codec.MaxPacketBytes)}
+	t.Cleanup(func() { p.conn.Close() })
+	if err := codec.ReadConnectToken(token, &p.ct); err != nil {
+		t.Fatal(err)
+	}
+	p.seal, _ = aead.NewPacketKey(p.ct.ClientToServerKey[:], p.ct.ProtocolID)
+	p.open, _ = aead.NewPacketKey(p.ct.ServerToClientKey[:], p.ct.ProtocolID)
+	return p
+}
+
+func (p *udpPeer) send(to netip.AddrPort, pkt []byte) {
+	p.conn.WriteBatch([]batchio.Message{{Buf: pkt, N: len(pkt), Addr: to}})
+}
+
+func (p *udpPeer) request(to netip.AddrPort) {
+	buf := make([]byte, codec.RequestPacketBytes)
+	codec.WriteRequestPacket(buf, p.ct.ProtocolID, p.ct.ExpireTimestamp, p.ct.Nonce[:], p.ct.PrivateData[:])
+	p.send(to, buf)
+}
+
+func (p *udpPeer) encrypted(to netip.AddrPort, write func([]byte, uint64) (int, error)) {
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, _ := write(buf, p.seq)
+	p.seq++
+	p.send(to, buf[:n])
+}
+
+// awaitChallenge waits up to d for a challenge and keeps it.
+func (p *udpPeer) awaitChallenge(d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		p.conn.WaitRead(time.Now().Add(10 * time.Millisecond))
+		n, _ := p.conn.ReadBatch(p.msgs)
+		for i := range n {
+			rp := codec.ReadParams{Role: codec.RoleClient, ProtocolID: p.ct.ProtocolID, Key: p.open}
+			var pkt codec.Packet
+			if codec.ReadPacket(p.msgs[i].Buf[:p.msgs[i].N], &rp, &pkt) == nil && pkt.Type == codec.ConnectionChallenge {
+				p.challenge = pkt
+				copy(p.chalBuf[:], pkt.ChallengeToken)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestShardedTokenOnce: one token presented at the same moment from many
+// addresses, which the kernel spreads over two shards, gets one challenge
+// and one session; once that session ended, the token is refused from
+// every address, on every shard. Run with -race.
+func TestShardedTokenOnce(t *testing.T) {
+	srv, err := NewShardedServer(ShardedConfig{
+		Server: ServerConfig{ProtocolID: 0x5a, PrivateKey: testPrivateKey, MaxClients: 8},
+		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
+		Shards: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := srv.PublicAddresses()[0]
+	token, err := GenerateConnectToken(TokenParams{ProtocolID: 0x5a, PrivateKey: testPrivateKey, ClientID: 7,
+		PublicAddresses: []netip.AddrPort{addr}, ExpireSeconds: 30, TimeoutSeconds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := make([]*udpPeer, 32)
+	for i := range peers {
+		peers[i] = newUDPPeer(t, token)
+	}
+	// Every peer presents the token at once and answers a challenge if it
+	// gets one.
+	present := func() (challenged []int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i, p := range peers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 3 { // like a client's retries
+					p.request(addr)
+					if p.awaitChallenge(150 * time.Millisecond) {
+						p.encrypted(addr, func(b []byte, seq uint64) (int, error) {
+							return codec.WriteResponsePacket(b, seq, p.challenge.ChallengeSequence, p.chalBuf[:], p.seal)
+						})
+						mu.Lock()
+						challenged = append(challenged, i)
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return challenged
+	}
+	var connects, disconnects int
+	poll := func(d time.Duration, until func() bool) {
+		for deadline := time.Now().Add(d); time.Now().Before(deadline) && !until(); {
+			srv.Poll(func(ev *Event) {
+				switch ev.Kind {
+				case EventConnect:
+					connects++
+				case EventDisconnect:
+					disconnects++
+				}
+			})
+			srv.WaitEvents(time.Now().Add(10 * time.Millisecond))
+		}
+	}
+	won := present()
+	poll(2*time.Second, func() bool { return connects > 0 })
+	poll(100*time.Millisecond, func() bool { return false })
+	if len(won) != 1 || connects != 1 {
+		t.Fatalf("one token from %d addresses: %d challenged, %d connected; want 1 and 1", len(peers), len(won), connects)
+	}
+	shardsSeen := 0
+	for _, st := range srv.Stats() {
+		if st.PacketsIn > 0 {
+			shardsSeen++
+		}
+	}
+	if shardsSeen != 2 {
+		t.Fatalf("the requests reached %d shards; the test needs both", shardsSeen)
+	}
+	// The session ends; the token is consumed for everyone.
+	w := peers[won[0]]
+	w.encrypted(addr, func(b []byte, seq uint64) (int, error) { return codec.WriteDisconnectPacket(b, seq, w.seal) })
+	poll(2*time.Second, func() bool { return disconnects > 0 })
+	if disconnects != 1 {
+		t.Fatal("the session did not end")
+	}
+	if again := present(); len(again) != 0 {
+		t.Fatalf("consumed token challenged again from %d addresses", len(again))
+	}
+	poll(100*time.Millisecond, func() bool { return false })
+	var consumed uint64
+	for _, st := range srv.Stats() {
+		consumed += st.Drops[ServerDropTokenConsumed]
+	}
+	if connects != 1 || consumed < uint64(len(peers)) {
+		t.Fatalf("after the session: %d connects, %d consumed-token drops (want 1 and >= %d)", connects, consumed, len(peers))
+	}
+}
+
+// TestShardedConsumeOnce: when one address reaches two shards (the kernel's
+// hash changes with the socket set) and both hold a handshake for its
+// token, the response on the second shard is refused once the first has
+// consumed the token, even after that session ended and freed its client
+// id.
+func TestShardedConsumeOnce(t *testing.T) {
+	h := newSrvHarness(t, ServerConfig{MaxClients: 8})
+	second := &srvConn{local: srvAddr}
+	s2, err := newServer(h.s.cfg, []batchio.Conn{second}, h.s.slots, h.s.adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Update(h.now)
+	p := h.peer("192.0.2.1:1000", 5, nil)
+	p.challenged() // pending for p's address, a mapping on the first shard
+	s2.processPacket(0, p.request(), p.addr, h.now)
+	s2.flush()
+	if s2.maps.part.n != 1 {
+		t.Fatal("the second shard has no handshake for the retried request")
+	}
+	chal2 := second.out[0].data
+	srvExpectTypes(t, "first shard", p.send(p.response()), codec.ConnectionKeepAlive)
+	p.send(p.disconnect())
+	if h.s.adm.connected() != 0 {
+		t.Fatal("session did not end")
+	}
+	pkt, err := p.decode(chal2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.challengeSeq = pkt.ChallengeSequence
+	s2.processPacket(0, p.response(), p.addr, h.now)
+	if s2.NumConnectedClients() != 0 || s2.stats.Drops[ServerDropTokenConsumed] != 1 {
+		t.Fatalf("second shard admitted the consumed token: %d connected", s2.NumConnectedClients())
 	}
 }

@@ -21,10 +21,9 @@ import (
 
 const (
 	soakDefaultDuration = 60 * time.Second
-	soakSeats           = 32 // players at a time
-	soakMaxClients      = 64 // room for the seats and the slots of players who vanished
-	soakTokenTable      = 512
-	soakRegistrySize    = 4096 // fills and is swept many times
+	soakSeats           = 32  // players at a time
+	soakMaxClients      = 64  // room for the seats and the slots of players who vanished
+	soakTokenHistory    = 512 // fills and is swept many times
 	soakTimeoutSeconds  = 3
 	soakStep            = 10 * time.Millisecond // fake time per step
 	soakSendInterval    = 50 * time.Millisecond // 20 Hz payloads while playing
@@ -65,7 +64,7 @@ type soakSample struct {
 	sessions             uint64
 	heapInuse, heapAlloc uint64
 	goroutines           int
-	tokens, registry     int
+	tokens               int
 }
 
 // soakLeak is where NETCODE_SOAK_LEAK_BYTES puts memory on purpose (so
@@ -88,7 +87,7 @@ type soak struct {
 	c         soakCounts
 	buf, pbuf []byte
 	// Maxima seen at any step.
-	maxConnected, maxMaps, maxTokens, maxRegistry int
+	maxConnected, maxMaps, maxTokens int
 }
 
 func soakDuration(t *testing.T) time.Duration {
@@ -149,15 +148,10 @@ func TestSoak(t *testing.T) {
 	sconn := s.simConn(netip.MustParseAddrPort("10.0.0.1:40000"), 1)
 	s.public = sconn.LocalAddr()
 	s.srv, err = NewServer(ServerConfig{ProtocolID: 0x50a4, PrivateKey: testPrivateKey, MaxClients: soakMaxClients,
-		TokenReuseTableSize: soakTokenTable}, sconn)
+		TokenHistorySize: soakTokenHistory}, sconn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A session registry of its own: the process-wide one would be left
-	// full of tokens that expire on the soak's fake clock, hours ahead of
-	// the clocks of the tests that run after it. A small one also makes
-	// the soak go through its sweep of expired tokens many times.
-	s.srv.registry = newSessionRegistry(soakRegistrySize)
 	defer func() { s.srv.Stop(s.now) }()
 
 	goroutines := runtime.NumGoroutine()
@@ -201,9 +195,9 @@ func TestSoak(t *testing.T) {
 	t.Logf("sessions %d: connected %d, failed to connect %d, left with disconnect packets %d, vanished %d, lost while playing %d",
 		s.c.sessions, s.c.connected, s.c.failed, s.c.disconnects, s.c.vanishes, s.c.lost)
 	t.Logf("payloads sent %d, echoes %d (%.3f; 10%% loss each way gives about 0.81)", s.c.sent, s.c.echoes, float64(s.c.echoes)/float64(max(s.c.sent, 1)))
-	t.Logf("server: connects %d, client disconnects %d, timeouts %d, denied %d; max slots %d/%d, max mappings %d/%d, max token entries %d/%d, max registry %d/%d",
+	t.Logf("server: connects %d, client disconnects %d, timeouts %d, denied %d; max slots %d/%d, max mappings %d/%d, max token history entries %d/%d",
 		st.Connects, st.ClientDisconnects, st.Timeouts, st.DeniedSent,
-		s.maxConnected, soakMaxClients, s.maxMaps, s.srv.cfg.MaxEncryptionMappings, s.maxTokens, soakTokenTable, s.maxRegistry, soakRegistrySize)
+		s.maxConnected, soakMaxClients, s.maxMaps, s.srv.cfg.MaxEncryptionMappings, s.maxTokens, soakTokenHistory)
 	drops := ""
 	for r, n := range st.CodecDrops {
 		if n > 0 {
@@ -218,9 +212,9 @@ func TestSoak(t *testing.T) {
 	t.Logf("server drops (%d):%s", st.Dropped(), drops)
 	for i, x := range samples {
 		if i%4 == 0 || i == len(samples)-1 {
-			t.Logf("sample %2d at %6v (%7v simulated): %6d sessions, heap in use %6.2f MiB (alloc %6.2f MiB), goroutines %d, token entries %d, registry %d",
+			t.Logf("sample %2d at %6v (%7v simulated): %6d sessions, heap in use %6.2f MiB (alloc %6.2f MiB), goroutines %d, token history entries %d",
 				i, x.wall.Round(time.Millisecond), x.fake.Round(time.Second), x.sessions,
-				float64(x.heapInuse)/(1<<20), float64(x.heapAlloc)/(1<<20), x.goroutines, x.tokens, x.registry)
+				float64(x.heapInuse)/(1<<20), float64(x.heapAlloc)/(1<<20), x.goroutines, x.tokens)
 		}
 	}
 
@@ -243,11 +237,13 @@ func TestSoak(t *testing.T) {
 	if st.DeniedSent != 0 {
 		t.Fatalf("%d connection requests denied: the server filled up", st.DeniedSent)
 	}
-	if n := st.Drops[ServerDropRegistryFull] + st.Drops[ServerDropMappingTableFull]; n != 0 {
-		t.Fatalf("%d requests ignored for a full registry or mapping table", n)
+	if n := st.Drops[ServerDropTokenHistoryFull] + st.Drops[ServerDropMappingTableFull]; n != 0 {
+		t.Fatalf("%d requests ignored for a full token history or mapping table", n)
 	}
-	if s.c.sessions > soakTokenTable && s.maxTokens != soakTokenTable {
-		t.Fatalf("after %d sessions the token table holds %d entries, want it full at %d", s.c.sessions, s.maxTokens, soakTokenTable)
+	// Tokens live 30 s: over a longer run the history must have reclaimed
+	// expired entries for new tokens many times over.
+	if s.c.sessions <= soakTokenHistory && s.now.Sub(s.start) > time.Minute {
+		t.Fatalf("only %d sessions in %v simulated; the history was never reused", s.c.sessions, s.now.Sub(s.start))
 	}
 
 	// The heap at the drain points, where the server is empty and every
@@ -323,26 +319,19 @@ func (s *soak) step() {
 		s.t.Fatalf("%d encryption mappings, bound %d", maps, srv.cfg.MaxEncryptionMappings)
 	}
 	tokens, size := s.tokenEntries()
-	if tokens > size || size != soakTokenTable {
-		s.t.Fatalf("%d token-reuse entries in a table of %d (configured %d)", tokens, size, soakTokenTable)
+	if tokens > size || size != soakTokenHistory {
+		s.t.Fatalf("%d token history entries in a history of %d (configured %d)", tokens, size, soakTokenHistory)
 	}
 	s.maxConnected = max(s.maxConnected, connected)
 	s.maxMaps = max(s.maxMaps, maps)
 	s.maxTokens = max(s.maxTokens, tokens)
-	if s.now.Nanosecond() == 0 { // the registry has its own lock: look once a fake second
-		r := srv.registry.used()
-		if r > soakRegistrySize {
-			s.t.Fatalf("%d session registry entries, size %d", r, soakRegistrySize)
-		}
-		s.maxRegistry = max(s.maxRegistry, r)
-	}
 }
 
 func (s *soak) tokenEntries() (n, size int) {
 	a := s.srv.adm
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.tokens.n, len(a.tokens.entries)
+	return int(a.history.pending.Load() + a.history.consumed.Load()), a.history.size()
 }
 
 // runSeat moves seat i through its life.
@@ -482,6 +471,6 @@ func (s *soak) sample(wallStart time.Time) soakSample {
 	return soakSample{
 		wall: time.Since(wallStart), fake: s.now.Sub(s.start), sessions: s.c.sessions,
 		heapInuse: m.HeapInuse, heapAlloc: m.HeapAlloc, goroutines: runtime.NumGoroutine(),
-		tokens: tokens, registry: s.srv.registry.used(),
+		tokens: tokens,
 	}
 }

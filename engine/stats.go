@@ -17,16 +17,19 @@ const (
 	ServerDropAddressConnected
 	// ServerDropClientIDConnected: the token's client id already has a slot.
 	ServerDropClientIDConnected
-	// ServerDropTokenReused: the connect token was first used from another
-	// address.
-	ServerDropTokenReused
-	// ServerDropRegistryFull: the process-wide session registry is full of
-	// unexpired tokens.
-	ServerDropRegistryFull
-	// ServerDropSessionBusy: another live session in this process uses the
-	// token (or its registry entry was lost), so a new one could repeat
-	// nonces.
-	ServerDropSessionBusy
+	// ServerDropTokenOtherAddress: the connect token is pending for the
+	// address that first presented it, and this request came from another.
+	ServerDropTokenOtherAddress
+	// ServerDropTokenConsumed: the connect token has already carried a
+	// session (one token, one session).
+	ServerDropTokenConsumed
+	// ServerDropTokenHistoryFull: the token is new and every entry of the
+	// connect-token history holds an unexpired token.
+	ServerDropTokenHistoryFull
+	// ServerDropTokenBeforeStart: the token expires less than
+	// MaxConnectTokenLifetime after the server started, so it may have been
+	// issued before the start (the restart rule).
+	ServerDropTokenBeforeStart
 	// ServerDropMappingTableFull: no room for another encryption mapping.
 	ServerDropMappingTableFull
 	// ServerDropChallengeDecrypt: a response's challenge token did not
@@ -62,9 +65,10 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropNotInToken:        "server address not in connect token",
 	ServerDropAddressConnected:  "address already connected",
 	ServerDropClientIDConnected: "client id already connected",
-	ServerDropTokenReused:       "connect token already used from another address",
-	ServerDropRegistryFull:      "session registry full of unexpired tokens",
-	ServerDropSessionBusy:       "connect token in use by another session",
+	ServerDropTokenOtherAddress: "connect token pending for another address",
+	ServerDropTokenConsumed:     "connect token already carried a session",
+	ServerDropTokenHistoryFull:  "connect-token history full of unexpired tokens",
+	ServerDropTokenBeforeStart:  "connect token may predate the server's start (restart rule)",
 	ServerDropMappingTableFull:  "encryption mapping table full",
 	ServerDropChallengeDecrypt:  "challenge token failed to decrypt",
 	ServerDropNotConnected:      "packet from an address that is not connected",
