@@ -79,7 +79,10 @@ type LoadConfig struct {
 	ClientIDBase uint64
 	// TimeoutSeconds is the tokens' connection timeout (0 means 10).
 	TimeoutSeconds int32
-	// ExpireSeconds is the tokens' life (0 means 600).
+	// ExpireSeconds is the tokens' life (0 means the servers' default
+	// MaxConnectTokenLifetime, 30 s). Each handshake gets a token minted
+	// as it begins, so a token from before the server started is never
+	// used (the restart rule) and none carries two sessions.
 	ExpireSeconds int64
 	// Sockets selects how clients get their addresses (default
 	// SocketsAuto).
@@ -174,7 +177,6 @@ type loadClient struct {
 	idx   int
 	conn  *batchio.MmsgConn // SocketsPerClient: the client's own socket
 	cl    *engine.Client
-	token []byte
 	shard *loadShard
 	pay   []byte // the outgoing payload, stamped in place
 	rbuf  []byte
@@ -242,7 +244,7 @@ func (c *LoadConfig) normalize() error {
 		c.TimeoutSeconds = 10
 	}
 	if c.ExpireSeconds == 0 {
-		c.ExpireSeconds = 600
+		c.ExpireSeconds = int64(engine.DefaultMaxConnectTokenLifetime / time.Second)
 	}
 	loopback4 := c.Server.Addr().Unmap().Is4() && c.Server.Addr().IsLoopback()
 	switch c.Sockets {
@@ -269,8 +271,7 @@ func (c *LoadConfig) normalize() error {
 	return nil
 }
 
-// NewLoad opens the sockets and mints one connect token per client. Start
-// starts the clients.
+// NewLoad opens the sockets and makes the clients. Start starts them.
 func NewLoad(cfg LoadConfig) (*Load, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -295,10 +296,9 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 			l.workers = append(l.workers, w)
 		}
 	}
-	now := time.Now()
 	l.clients = make([]*loadClient, 0, cfg.Clients)
 	for i := range cfg.Clients {
-		c, err := l.newClient(i, now)
+		c, err := l.newClient(i)
 		if err != nil {
 			l.closeConns()
 			return nil, err
@@ -311,20 +311,13 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 	return l, nil
 }
 
-func (l *Load) newClient(i int, now time.Time) (*loadClient, error) {
-	token, err := engine.GenerateConnectToken(engine.TokenParams{
-		ProtocolID:      l.cfg.ProtocolID,
-		PrivateKey:      l.cfg.PrivateKey,
-		ClientID:        l.cfg.ClientIDBase + uint64(i),
-		PublicAddresses: []netip.AddrPort{l.cfg.Server},
-		ExpireSeconds:   l.cfg.ExpireSeconds,
-		TimeoutSeconds:  l.cfg.TimeoutSeconds,
-		Now:             now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench: mint token: %w", err)
+func (l *Load) newClient(i int) (*loadClient, error) {
+	// Check the token parameters now, so that a bad one fails NewLoad.
+	if _, err := l.mint(i, time.Now()); err != nil {
+		return nil, err
 	}
 	var conn batchio.Conn
+	var err error
 	var own *batchio.MmsgConn
 	if len(l.workers) > 0 {
 		conn, err = l.workers[i%len(l.workers)].attach(i)
@@ -348,7 +341,6 @@ func (l *Load) newClient(i int, now time.Time) (*loadClient, error) {
 		idx:   i,
 		conn:  own,
 		cl:    cl,
-		token: token,
 		shard: l.shards[i%len(l.shards)],
 		pay:   make([]byte, max(l.cfg.PayloadBytes, StampBytes)),
 		rbuf:  make([]byte, codec.MaxPayloadBytes),
@@ -578,10 +570,32 @@ func (l *Load) run(c *loadClient) {
 	}
 }
 
-// begin starts a client's first handshake.
+// mint makes client i's connect token for a handshake beginning at now.
+func (l *Load) mint(i int, now time.Time) ([]byte, error) {
+	token, err := engine.GenerateConnectToken(engine.TokenParams{
+		ProtocolID:      l.cfg.ProtocolID,
+		PrivateKey:      l.cfg.PrivateKey,
+		ClientID:        l.cfg.ClientIDBase + uint64(i),
+		PublicAddresses: []netip.AddrPort{l.cfg.Server},
+		ExpireSeconds:   l.cfg.ExpireSeconds,
+		TimeoutSeconds:  l.cfg.TimeoutSeconds,
+		Now:             now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: mint token: %w", err)
+	}
+	return token, nil
+}
+
+// begin starts a client's handshake with a token minted for it.
 func (l *Load) begin(c *loadClient, now time.Time) bool {
 	c.began = now
-	if err := c.cl.Connect(c.token, now); err != nil {
+	token, err := l.mint(c.idx, now)
+	if err != nil {
+		l.log.Warn("bench: connect", "client", c.idx, "err", err)
+		return false
+	}
+	if err := c.cl.Connect(token, now); err != nil {
 		l.log.Warn("bench: connect", "client", c.idx, "err", err)
 		return false
 	}
@@ -690,8 +704,8 @@ func (l *Load) send(c *loadClient, now time.Time) {
 }
 
 // handshakeTick drives LoadHandshake: it disconnects a client as soon as
-// it is connected and connects again with the same token (a reconnect from
-// the same address continues the token's sequences), timing each handshake.
+// it is connected and connects again with a new token (a token carries one
+// session), timing each handshake.
 func (l *Load) handshakeTick(c *loadClient, now time.Time) (time.Time, bool) {
 	// A new handshake sends its request at once; an error state reached at
 	// once (an expired token) is retried at the next tick, not in a loop.

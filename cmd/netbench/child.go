@@ -57,7 +57,7 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	args := []string{"-server-child",
+	args := []string{"-server-child", "-mode", o.mode,
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
 		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed)}

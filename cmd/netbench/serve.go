@@ -51,6 +51,11 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 		TokenDecryptsPerSecond: o.decryptRate,
 		DisableRequestShedding: o.noShed,
 	}
+	if o.mode == "handshake" {
+		// Every handshake uses a fresh token, and the history keeps each
+		// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
+		server.TokenHistorySize = 1 << 20
+	}
 	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
 	if o.shards > 0 {
 		echo, err := bench.NewShardedEcho(engine.ShardedConfig{
