@@ -513,6 +513,7 @@ func advRestart(h *srvHarness, cfg ServerConfig, extra ...batchio.Conn) *Server 
 	}
 	cfg.OnConnect = func(i int, _ uint64) { h.connects = append(h.connects, i) }
 	cfg.OnDisconnect = func(i int, r DisconnectReason) { h.disconnects = append(h.disconnects, srvDisconnect{i, r}) }
+	cfg.Clock = func() time.Time { return h.now }
 	var conns []batchio.Conn
 	for _, c := range h.conns {
 		conns = append(conns, c)

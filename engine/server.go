@@ -165,6 +165,10 @@ type ServerConfig struct {
 	// send rate when idle (default PacketSendInterval, 10 Hz; allowed 1 ms to
 	// 10 s, and it should stay well below the tokens' timeout).
 	KeepAliveInterval time.Duration
+	// Clock reads the time where the caller gives none: the server's start
+	// (the restart rule's bound) is Clock() at NewServer. nil means
+	// time.Now; tests give a fake clock.
+	Clock func() time.Time
 	// Logger receives lifecycle events (start, stop, connect, disconnect);
 	// nothing is logged per packet. nil discards.
 	Logger *slog.Logger
@@ -209,9 +213,9 @@ type Server struct {
 	challengeKey *aead.ChallengeKey
 	challengeID  [aead.KeyBytes]byte // the challenge key, kept for tests
 	challengeSeq uint64
-	// startedAt is when this run of the server started: the first Update
-	// after NewServer or Start (zero until then). minExpire is the restart
-	// rule's bound: requests whose token expires before it are ignored.
+	// startedAt is when this run of the server started: NewServer (Clock)
+	// or Start. minExpire is the restart rule's bound: requests whose token
+	// expires before it are ignored.
 	startedAt time.Time
 	minExpire uint64
 	// loggedBeforeStart: the restart rule's refusal was logged this run.
@@ -375,7 +379,19 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newServer(cfg, conns, slots, newAdmission(cfg.MaxClients, cfg.TokenHistorySize))
+	s, err := newServer(cfg, conns, slots, newAdmission(cfg.MaxClients, cfg.TokenHistorySize))
+	if err != nil {
+		return nil, err
+	}
+	s.start(cfg.now())
+	return s, nil
+}
+
+func (c *ServerConfig) now() time.Time {
+	if c.Clock != nil {
+		return c.Clock()
+	}
+	return time.Now()
 }
 
 // newSlots allocates the client slots.
@@ -489,9 +505,6 @@ func (s *Server) Start(now time.Time) error {
 func (s *Server) Update(now time.Time) {
 	if s.stopped {
 		return
-	}
-	if s.startedAt.IsZero() {
-		s.start(now)
 	}
 	s.setNow(now)
 	s.receive(now)

@@ -102,6 +102,7 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 		locals = []netip.AddrPort{srvAddr}
 	}
 	h := &srvHarness{t: t, now: start}
+	cfg.Clock = func() time.Time { return h.now }
 	if cfg.PrivateKey == nil {
 		cfg.PrivateKey = testPrivateKey
 	}
@@ -124,7 +125,6 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 		t.Fatal(err)
 	}
 	h.s = s
-	s.Update(h.now) // the server starts now (the restart rule's bound)
 	return h
 }
 

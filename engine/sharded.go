@@ -315,7 +315,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		s.shards = append(s.shards, sh)
 	}
 	// One start for every shard: the restart rule's bound is the server's.
-	start := time.Now()
+	start := cfg.Server.now()
 	for _, sh := range s.shards {
 		sh.srv.start(start)
 	}
