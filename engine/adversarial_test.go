@@ -85,7 +85,7 @@ func (l *advLink) pump() {
 		l.h.conns[0].push(l.conn.local, d.data)
 	}
 	l.conn.out = l.conn.out[:0]
-	l.h.s.Update(l.h.now)
+	l.h.update()
 	for _, raw := range l.h.sent(0, l.conn.local) {
 		l.conn.in = append(l.conn.in, srvDatagram{raw, l.h.conns[0].local})
 	}
@@ -107,8 +107,8 @@ func (l *advLink) connect(token []byte) int {
 		l.t.Fatalf("client state %v, want connected", l.c.State())
 	}
 	i := l.c.ClientIndex()
-	if l.h.s.ClientAddress(i) != l.conn.local {
-		l.t.Fatalf("slot %d holds %v, want %v", i, l.h.s.ClientAddress(i), l.conn.local)
+	if l.h.s.slotAddr(i) != l.conn.local {
+		l.t.Fatalf("slot %d holds %v, want %v", i, l.h.s.slotAddr(i), l.conn.local)
 	}
 	return i
 }
@@ -133,19 +133,14 @@ type advSlot struct {
 }
 
 func advSlotOf(s *Server, i int) advSlot {
-	return advSlot{s.ClientConnected(i), s.ClientID(i), s.ClientAddress(i)}
+	return advSlot{s.slotConnected(i), s.slotID(i), s.slotAddr(i)}
 }
 
-// advDrain pops every queued payload of slot i.
-func advDrain(s *Server, i int) []string {
+// advDrain takes every payload polled from slot i.
+func advDrain(h *srvHarness, i int) []string {
 	var got []string
-	buf := make([]byte, codec.MaxPayloadBytes)
-	for range 1 << 17 {
-		n, _, ok := s.ReceivePacket(i, buf)
-		if !ok {
-			break
-		}
-		got = append(got, string(buf[:n]))
+	for b, ok := h.receive(i); ok; b, ok = h.receive(i) {
+		got = append(got, string(b))
 	}
 	return got
 }
@@ -195,7 +190,7 @@ func TestAdvReplayWithinSession(t *testing.T) {
 			}
 			l.step(150 * time.Millisecond) // the payload, then a keep-alive
 			l.step(150 * time.Millisecond)
-			if got := advDrain(h.s, i); len(got) != 1 || got[0] != "once" {
+			if got := advDrain(h, i); len(got) != 1 || got[0] != "once" {
 				t.Fatalf("server received %q, want [once]", got)
 			}
 			rec := l.last(typ)
@@ -214,7 +209,7 @@ func TestAdvReplayWithinSession(t *testing.T) {
 			if got := advSlotOf(h.s, i); got != slot {
 				t.Fatalf("slot changed from %+v to %+v", slot, got)
 			}
-			if got := advDrain(h.s, i); len(got) != 0 {
+			if got := advDrain(h, i); len(got) != 0 {
 				t.Fatalf("replays queued %q", got)
 			}
 		})
@@ -234,7 +229,7 @@ func TestAdvReplayDoesNotKeepSilentClientAlive(t *testing.T) {
 		h.conns[0].push(l.conn.local, rec)
 		h.step(time.Second)
 	}
-	if h.s.ClientConnected(i) {
+	if h.s.slotConnected(i) {
 		t.Fatal("replayed keep-alives kept a silent client connected past its timeout")
 	}
 	if st := h.s.Stats(); st.Timeouts != 1 || st.CodecDrops[codec.ReasonReplayed] == 0 {
@@ -261,7 +256,7 @@ func TestAdvReplayAcrossReconnect(t *testing.T) {
 			}
 			l.step(150 * time.Millisecond)
 			l.step(150 * time.Millisecond)
-			advDrain(h.s, 0)
+			advDrain(h, 0)
 			l.c.Disconnect(h.now)
 			l.pump()
 			if h.s.NumConnectedClients() != 0 {
@@ -295,14 +290,14 @@ func TestAdvReplayAcrossReconnect(t *testing.T) {
 			l2 := advNewLink(t, h, "192.0.2.10:5000")
 			i := l2.connect(h.srvToken(1, nil))
 			l2.step(150 * time.Millisecond)
-			advDrain(h.s, i)
+			advDrain(h, i)
 			before, slot := h.s.Stats(), advSlotOf(h.s, i)
 			h.deliver(0, l2.conn.local, rec)
 			after := h.s.Stats()
 			if got := advSlotOf(h.s, i); got != slot {
 				t.Fatalf("replayed %v from the first session changed the slot from %+v to %+v", typ, slot, got)
 			}
-			if got := advDrain(h.s, i); len(got) != 0 {
+			if got := advDrain(h, i); len(got) != 0 {
 				t.Fatalf("replayed %v from the first session queued %q", typ, got)
 			}
 			// Dropped by the codec: as a replay when the new session has
@@ -440,7 +435,7 @@ func TestAdvSpoofedResponses(t *testing.T) {
 		a.send(a.response())
 		if h.s.NumConnectedClients() != 0 {
 			t.Fatalf("a response from %v carrying the challenge token of %v's handshake connected it as client id %d",
-				a.addr, b.addr, h.s.ClientID(0))
+				a.addr, b.addr, h.s.slotID(0))
 		}
 		if got := h.drops(ServerDropChallengeMismatch); got != 1 {
 			t.Fatalf("ServerDropChallengeMismatch = %d, want 1", got)
@@ -456,7 +451,7 @@ func TestAdvSpoofedResponses(t *testing.T) {
 		a1 := h1.peer("192.0.2.1:5000", 1, nil)
 		a1.challenged()
 		stale, staleSeq := a1.challenge, a1.challengeSeq
-		h1.s.Stop(h1.now)
+		h1.stop()
 		h2 := newSrvHarness(t, ServerConfig{}) // same private key, new Server
 		h2.now = h1.now
 		a2 := h2.peerWithToken(a1.addr.String(), a1.token)
@@ -511,8 +506,7 @@ func advRestart(h *srvHarness, cfg ServerConfig, extra ...batchio.Conn) *Server 
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = 4
 	}
-	cfg.OnConnect = func(i int, _ uint64) { h.connects = append(h.connects, i) }
-	cfg.OnDisconnect = func(i int, r DisconnectReason) { h.disconnects = append(h.disconnects, srvDisconnect{i, r}) }
+	cfg.Manual = true
 	cfg.Clock = func() time.Time { return h.now }
 	var conns []batchio.Conn
 	for _, c := range h.conns {
@@ -593,13 +587,13 @@ func TestAdvEveryPrefixAndLength(t *testing.T) {
 	if advSlotOf(s, ia) != slotA || advSlotOf(s, ib) != slotB || s.NumConnectedClients() != 2 {
 		t.Fatalf("slots changed: %+v %+v", advSlotOf(s, ia), advSlotOf(s, ib))
 	}
-	if q := append(advDrain(s, ia), advDrain(s, ib)...); len(q) != 0 {
+	if q := append(advDrain(h, ia), advDrain(h, ib)...); len(q) != 0 {
 		t.Fatalf("garbage queued payloads %q", q)
 	}
 	// The clients' replay windows and the pending mapping still work.
 	a.send(a.payload([]byte("a")))
 	b.send(b.payload([]byte("b")))
-	if ga, gb := advDrain(s, ia), advDrain(s, ib); len(ga) != 1 || len(gb) != 1 {
+	if ga, gb := advDrain(h, ia), advDrain(h, ib); len(ga) != 1 || len(gb) != 1 {
 		t.Fatalf("after the flood the clients' payloads were not received: %q %q", ga, gb)
 	}
 	srvExpectTypes(t, "pending response", pending.send(pending.response()), codec.ConnectionKeepAlive)
@@ -644,7 +638,7 @@ func TestAdvTruncatedAndExtendedTags(t *testing.T) {
 			if d := after.Dropped() - before.Dropped(); d != uint64(variants) {
 				t.Fatalf("%d of %d mangled packets dropped", d, variants)
 			}
-			if h.s.NumConnectedClients() != connected || after.ClientDisconnects != 0 || len(advDrain(h.s, 0)) != 0 {
+			if h.s.NumConnectedClients() != connected || after.ClientDisconnects != 0 || len(advDrain(h, 0)) != 0 {
 				t.Fatal("a mangled packet had an effect")
 			}
 			h.deliver(0, a.addr, pkt)
@@ -714,7 +708,7 @@ func TestAdvPayloadBeforeConnected(t *testing.T) {
 		t.Fatalf("ServerDropNotConnected = %d, want 2", got)
 	}
 	i := a.connect()
-	if got := advDrain(h.s, i); len(got) != 0 {
+	if got := advDrain(h, i); len(got) != 0 {
 		t.Fatalf("payload sent before the client was connected was delivered: %q", got)
 	}
 }

@@ -231,11 +231,15 @@ func (c *Client) ServerAddress() netip.AddrPort { return c.serverAddr }
 // Stats returns a copy of the client's counters.
 func (c *Client) Stats() ClientStats { return c.stats }
 
-// Close ends any session without sending disconnect packets (call
-// Disconnect first to tell the server). The conns given to NewClient stay
-// open: they belong to the caller.
+// Close ends the client. A session in progress ends as with Disconnect,
+// with its redundant disconnect packets (as the reference's client does
+// when destroyed), so the server frees the slot at once; an error state is
+// left as it is. Sockets DialClient opened are closed; conns given to
+// NewClient stay open: they belong to the caller.
 func (c *Client) Close() error {
-	c.reset(Disconnected)
+	if c.loopback || c.state > Disconnected {
+		c.Disconnect(c.now)
+	}
 	var errs []error
 	for _, conn := range c.owned {
 		errs = append(errs, conn.Close())
@@ -701,4 +705,65 @@ func (c *Client) Disconnect(now time.Time) {
 	}
 	c.log.Info("netcode client disconnecting", "server", c.serverAddr)
 	c.reset(Disconnected)
+}
+
+// Wait blocks until a datagram may be waiting for the client, its next
+// timer is due (a resend at 10 Hz, a keep-alive, a timeout), the deadline
+// passes, or its conns are closed; then the caller runs Update. While the
+// client talks to a server it waits on that server's conn only. The timer
+// is measured on the clock given to Update and Connect and waited in real
+// time. Client goroutine only.
+func (c *Client) Wait(deadline time.Time) error {
+	if c.state.IsConnecting() || c.state == Connected && !c.loopback {
+		next := c.lastSend.Add(PacketSendInterval)
+		if c.timeout >= 0 {
+			next = minTime(next, c.lastRecv.Add(c.timeout))
+		}
+		if c.state.IsConnecting() && c.tokenLife >= 0 {
+			next = minTime(next, c.connectStart.Add(c.tokenLife))
+		}
+		deadline = minTime(deadline, time.Now().Add(next.Sub(c.now)))
+		return c.conns[c.serverConn].WaitRead(deadline)
+	}
+	if len(c.conns) == 0 {
+		sleepUntil(deadline)
+		return nil
+	}
+	err := batchio.WaitAny(deadline, c.conns...)
+	if err != nil && !errors.Is(err, batchio.ErrClosed) {
+		sleepUntil(deadline) // conns that cannot be waited on together
+		return nil
+	}
+	return err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// DialClient opens an IPv4 socket and, where the system has IPv6, an IPv6
+// socket on ephemeral ports, and returns a client that uses them for server
+// addresses of either family. Close closes the sockets.
+func DialClient(cfg ClientConfig) (*Client, error) {
+	sock := batchio.Config{RecvBuffer: 256 << 10, SendBuffer: 256 << 10}
+	c4, err := batchio.Listen(netip.MustParseAddrPort("0.0.0.0:0"), sock)
+	if err != nil {
+		return nil, fmt.Errorf("netcode: client socket: %w", err)
+	}
+	conns := []batchio.Conn{c4}
+	if c6, err := batchio.Listen(netip.MustParseAddrPort("[::]:0"), sock); err == nil {
+		conns = append(conns, c6)
+	}
+	c, err := NewClient(cfg, conns...)
+	if err != nil {
+		for _, conn := range conns {
+			conn.Close()
+		}
+		return nil, err
+	}
+	c.owned = conns
+	return c, nil
 }

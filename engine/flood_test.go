@@ -42,14 +42,14 @@ func TestFloodDoesNotStarveTimers(t *testing.T) {
 	bad := h.peer("198.51.100.1:1", 5, nil).request()
 	bad[len(bad)-1] ^= 1 // the token's tag: fails only at the XChaCha20 open
 	flood := &floodConn{srvConn: h.conns[0], junk: bad}
-	h.s.conns[0] = flood
+	h.s.shard0().conn = flood
 
 	keepAlives, payloads := 0, 0
 	for step := range 100 { // one second of fake time, 10 ms apart
 		reads := flood.reads
 		h.step(10 * time.Millisecond)
-		if got := flood.reads - reads; got > maxRecvBatches {
-			t.Fatalf("Update read %d batches from a flooding socket, bound %d", got, maxRecvBatches)
+		if got := flood.reads - reads; got > recvBatchesManual {
+			t.Fatalf("Update read %d batches from a flooding socket, bound %d", got, recvBatchesManual)
 		}
 		if step == 50 {
 			if err := h.s.SendPacket(i, []byte("state")); err != nil {
@@ -73,14 +73,14 @@ func TestFloodDoesNotStarveTimers(t *testing.T) {
 		t.Fatalf("%d keep-alives in a flooded second, want about 10", keepAlives)
 	}
 	decrypted := h.codecDrops(codec.ReasonTokenDecrypt)
-	if drops := decrypted + h.drops(ServerDropRequestRate); drops < 100*maxRecvBatches*recvBatchSize/2 {
+	if drops := decrypted + h.drops(ServerDropRequestRate); drops < 100*recvBatchesManual*recvBatchSize/2 {
 		t.Fatalf("only %d flood packets processed", drops)
 	}
 	// One second of flood: the budget's rate plus its initial burst.
 	if limit := uint64(DefaultTokenDecryptsPerSecond + DefaultTokenDecryptsPerSecond/8); decrypted > limit {
 		t.Fatalf("%d connect tokens decrypted in a flooded second, budget %d", decrypted, limit)
 	}
-	if !h.s.ClientConnected(i) {
+	if !h.s.slotConnected(i) {
 		t.Fatal("the client timed out under the flood")
 	}
 }

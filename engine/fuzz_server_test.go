@@ -93,7 +93,7 @@ type advFuzzWorld struct {
 }
 
 func advNewFuzzWorld(t *testing.T) *advFuzzWorld {
-	h := newSrvHarness(t, ServerConfig{MaxClients: 4, ReceiveQueueLen: 8, ReceiveBuffers: 12})
+	h := newSrvHarness(t, ServerConfig{MaxClients: 4, EventQueueSize: 8})
 	w := &advFuzzWorld{h: h}
 	w.a = h.peerWithToken(advFuzzSources[0].String(), advFixedToken(t, 1, 0x10))
 	w.b = h.peerWithToken(advFuzzSources[1].String(), advFixedToken(t, 2, 0x20))
@@ -112,7 +112,7 @@ func advNewFuzzWorld(t *testing.T) *advFuzzWorld {
 }
 
 // close stops the server; the next input gets a new one.
-func (w *advFuzzWorld) close() { w.h.s.Stop(w.h.now) }
+func (w *advFuzzWorld) close() { w.h.stop() }
 
 // modelKeepAlive reports whether the server must accept pkt from from as a
 // keep-alive of A or B (its counters do not record those).
@@ -173,7 +173,7 @@ func advRunIntake(t *testing.T, data []byte) advFuzzResult {
 		res.fed++
 	}
 	after := s.Stats()
-	res.payloads = len(advDrain(s, w.ia)) + len(advDrain(s, w.ib))
+	res.payloads = len(advDrain(h, w.ia)) + len(advDrain(h, w.ib))
 
 	if got := advSlotOf(s, w.ia); got != w.slotA {
 		t.Fatalf("client A's slot %d changed from %+v to %+v", w.ia, w.slotA, got)

@@ -92,55 +92,63 @@ func TestLimitTokenHistoryFull(t *testing.T) {
 	}
 }
 
-func TestLimitReceiveQueueFull(t *testing.T) {
+// TestLimitEventQueueFull: payloads that find the shard's event queue full
+// (the application has not polled) are dropped and counted; the queue
+// keeps the oldest, in order, and takes new ones once polled.
+func TestLimitEventQueueFull(t *testing.T) {
 	const q = 4
-	h := newSrvHarness(t, ServerConfig{ReceiveQueueLen: q})
+	h := newSrvHarness(t, ServerConfig{EventQueueSize: q})
 	a := h.peer(advAddr(0), 1, nil)
 	i := a.connect()
+	raw := func(s string) { // delivered without polling
+		h.conns[0].push(a.addr, a.payload([]byte(s)))
+		if err := h.s.Update(h.now); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for k := range q {
-		a.send(a.payload([]byte{byte('0' + k)}))
+		raw(string(rune('0' + k)))
 	}
-	if got := h.drops(ServerDropQueueFull); got != 0 {
-		t.Fatalf("ServerDropQueueFull = %d with %d payloads in a %d-entry queue", got, q, q)
+	if got := h.drops(ServerDropAppBacklog); got != 0 {
+		t.Fatalf("ServerDropAppBacklog = %d with %d payloads in a %d-entry queue", got, q, q)
 	}
-	a.send(a.payload([]byte("x")))
-	if got := h.drops(ServerDropQueueFull); got != 1 {
-		t.Fatalf("ServerDropQueueFull = %d, want 1", got)
+	raw("x")
+	if got := h.drops(ServerDropAppBacklog); got != 1 {
+		t.Fatalf("ServerDropAppBacklog = %d, want 1", got)
 	}
-	buf := make([]byte, codec.MaxPayloadBytes)
-	if n, _, ok := h.s.ReceivePacket(i, buf); !ok || string(buf[:n]) != "0" {
-		t.Fatalf("first payload %q, %v", buf[:n], ok)
-	}
-	a.send(a.payload([]byte("4")))
-	if got := strings.Join(advDrain(h.s, i), ""); got != "1234" || h.drops(ServerDropQueueFull) != 1 {
-		t.Fatalf("queue held %q (drops %d), want 1234", got, h.drops(ServerDropQueueFull))
+	h.poll()
+	raw("4")
+	h.poll()
+	if got := strings.Join(advDrain(h, i), ""); got != "01234" || h.drops(ServerDropAppBacklog) != 1 {
+		t.Fatalf("queue held %q (drops %d), want 01234", got, h.drops(ServerDropAppBacklog))
 	}
 }
 
-func TestLimitReceiveBufferPoolEmpty(t *testing.T) {
-	const bufs = 3
-	h := newSrvHarness(t, ServerConfig{ReceiveQueueLen: 4, ReceiveBuffers: bufs})
+// TestLimitEventQueueAdmission: a response is ignored (the client retries)
+// while the shard's connect/disconnect ring could not also hold the new
+// client's events, and a polled ring admits it.
+func TestLimitEventQueueAdmission(t *testing.T) {
+	h := newSrvHarness(t, ServerConfig{MaxClients: 2})
+	sh := h.s.shard0()
 	a := h.peer(advAddr(0), 1, nil)
-	b := h.peer(advAddr(1), 2, nil)
-	ia, ib := a.connect(), b.connect()
-	a.send(a.payload([]byte("a1")))
-	a.send(a.payload([]byte("a2")))
-	b.send(b.payload([]byte("b1"))) // the last buffer
-	b.send(b.payload([]byte("b2")))
-	if h.drops(ServerDropPoolEmpty) != 1 || h.drops(ServerDropQueueFull) != 0 {
-		t.Fatalf("PoolEmpty %d QueueFull %d; want 1, 0", h.drops(ServerDropPoolEmpty), h.drops(ServerDropQueueFull))
+	a.challenged()
+	// Fill the event ring to where a new client no longer fits, as an
+	// application that stopped polling leaves it.
+	for sh.canAdmit() {
+		sh.pushEvent(EventPayload, 0, 0)
 	}
-	buf := make([]byte, codec.MaxPayloadBytes)
-	if _, _, ok := h.s.ReceivePacket(ia, buf); !ok {
-		t.Fatal("nothing queued for a")
+	a.h.conns[0].push(a.addr, a.response())
+	if err := h.s.Update(h.now); err != nil {
+		t.Fatal(err)
 	}
-	b.send(b.payload([]byte("b3"))) // the buffer a's read freed
-	// A disconnect returns the slot's buffers to the pool.
-	a.send(a.disconnect())
-	b.send(b.payload([]byte("b4")))
-	if got := strings.Join(advDrain(h.s, ib), ","); got != "b1,b3,b4" || h.drops(ServerDropPoolEmpty) != 1 {
-		t.Fatalf("b received %q (pool-empty drops %d), want b1,b3,b4", got, h.drops(ServerDropPoolEmpty))
+	a.expectNothing("response while the event ring is full")
+	if got := h.drops(ServerDropAppBacklog); got != 1 {
+		t.Fatalf("ServerDropAppBacklog = %d, want 1", got)
 	}
+	for sh.events.Len() > 0 { // the application catches up
+		sh.events.Release()
+	}
+	srvExpectTypes(t, "response after polling", a.send(a.response()), codec.ConnectionKeepAlive)
 }
 
 // TestLimitSendBatchFull queues far more datagrams in one Update than a
@@ -162,7 +170,7 @@ func TestLimitSendBatchFull(t *testing.T) {
 			}
 		}
 	}
-	h.s.Update(h.now)
+	h.update()
 	for _, p := range []*srvPeer{a, b} {
 		pkts := p.received()
 		if len(pkts) != perClient {
@@ -215,14 +223,17 @@ func TestLimitConfigOutOfRange(t *testing.T) {
 		{"MaxClients 1", func(c *ServerConfig) { c.MaxClients = 1 }, nil},
 		{"MaxClients -1", func(c *ServerConfig) { c.MaxClients = -1 }, []string{"MaxClients", "-1", "1 to 65536"}},
 		{"MaxClients max+1", func(c *ServerConfig) { c.MaxClients = MaxServerClients + 1 }, []string{"MaxClients", "65537", "1 to 65536"}},
-		{"ReceiveQueueLen 1", func(c *ServerConfig) { c.ReceiveQueueLen = 1 }, nil},
-		{"ReceiveQueueLen max", func(c *ServerConfig) { c.MaxClients = 1; c.ReceiveQueueLen = MaxReceiveQueueLen }, nil},
-		{"ReceiveQueueLen -1", func(c *ServerConfig) { c.ReceiveQueueLen = -1 }, []string{"ReceiveQueueLen", "-1", "power of two", "1 to 65536"}},
-		{"ReceiveQueueLen max+1", func(c *ServerConfig) { c.ReceiveQueueLen = MaxReceiveQueueLen + 1 }, []string{"ReceiveQueueLen", "power of two", "1 to 65536"}},
-		{"ReceiveQueueLen 6", func(c *ServerConfig) { c.ReceiveQueueLen = 6 }, []string{"ReceiveQueueLen", "6", "power of two"}},
-		{"ReceiveBuffers 1", func(c *ServerConfig) { c.ReceiveBuffers = 1 }, nil},
-		{"ReceiveBuffers -1", func(c *ServerConfig) { c.ReceiveBuffers = -1 }, []string{"ReceiveBuffers", "-1", "1 to 4194304"}},
-		{"ReceiveBuffers max+1", func(c *ServerConfig) { c.ReceiveBuffers = 1<<22 + 1 }, []string{"ReceiveBuffers", "4194305", "1 to 4194304"}},
+		{"EventQueueSize 4", func(c *ServerConfig) { c.EventQueueSize = 4 }, nil},
+		{"EventQueueSize 2^20", func(c *ServerConfig) { c.EventQueueSize = 1 << 20 }, nil},
+		{"EventQueueSize 2", func(c *ServerConfig) { c.EventQueueSize = 2 }, []string{"EventQueueSize", "2", "power of two from 4 to 1048576"}},
+		{"EventQueueSize 6", func(c *ServerConfig) { c.EventQueueSize = 6 }, []string{"EventQueueSize", "6", "power of two"}},
+		{"EventQueueSize 2^21", func(c *ServerConfig) { c.EventQueueSize = 1 << 21 }, []string{"EventQueueSize", "2097152", "power of two from 4 to 1048576"}},
+		{"SendQueueSize 4 (default mode)", func(c *ServerConfig) { c.Manual = false; c.SendQueueSize = 4 }, nil},
+		{"SendQueueSize -4 (default mode)", func(c *ServerConfig) { c.Manual = false; c.SendQueueSize = -4 }, []string{"SendQueueSize", "-4", "power of two from 4 to 1048576"}},
+		{"SendQueueSize in manual mode", func(c *ServerConfig) { c.SendQueueSize = 4 }, []string{"SendQueueSize 4", "default mode", "manual mode"}},
+		{"SendLoopbackPacket in the default mode", func(c *ServerConfig) { c.Manual = false; c.SendLoopbackPacket = func(int, []byte, uint64) {} },
+			[]string{"SendLoopbackPacket", "manual mode"}},
+		{"Shards with given conns", func(c *ServerConfig) { c.Shards = 2 }, []string{"Shards 2", "Listen", "one shard per conn"}},
 		{"MaxEncryptionMappings 1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1 }, nil},
 		{"MaxEncryptionMappings -1", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, []string{"MaxEncryptionMappings", "-1", "1 to 1048576"}},
 		{"MaxEncryptionMappings max+1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1<<20 + 1 }, []string{"MaxEncryptionMappings", "1048577", "1 to 1048576"}},
@@ -235,13 +246,14 @@ func TestLimitConfigOutOfRange(t *testing.T) {
 		{"MaxConnectTokenLifetime 24h+1s", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 24*time.Hour + time.Second }, []string{"MaxConnectTokenLifetime", "24h0m1s", "whole seconds from 1s to 24h0m0s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1}
+			cfg := ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1, Manual: true}
 			c.edit(&cfg)
 			s, err := NewServer(cfg, &srvConn{local: srvAddr})
 			if len(c.want) == 0 {
 				if err != nil || s == nil {
 					t.Fatalf("config at the edge of its range refused: %v", err)
 				}
+				s.Close()
 				return
 			}
 			if err == nil {

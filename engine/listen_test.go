@@ -12,18 +12,22 @@ import (
 	"github.com/netcode-go/netcode/batchio"
 )
 
-// TestListenServerDialClient connects a DialClient to a ListenServer bound
-// to both families, over IPv4 and over IPv6.
-func TestListenServerDialClient(t *testing.T) {
-	srv, err := ListenServer(ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey},
-		netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("[::1]:0"))
+// TestListenDialClient connects a DialClient to a server Listening on both
+// families in the default mode, over IPv4 and over IPv6; the client waits
+// for data with Wait instead of sleeping.
+func TestListenDialClient(t *testing.T) {
+	cfg := ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey, Shards: 1}
+	srv, err := Listen(cfg, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("[::1]:0"))
 	if err != nil {
-		srv, err = ListenServer(ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey}, netip.MustParseAddrPort("127.0.0.1:0"))
+		srv, err = Listen(cfg, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	defer srv.Close()
+	if n := len(srv.LocalAddrs()); n != len(srv.PublicAddresses()) {
+		t.Fatalf("%d shards for %d addresses with one shard each", n, len(srv.PublicAddresses()))
+	}
 	for _, addr := range srv.PublicAddresses() {
 		c, err := DialClient(ClientConfig{})
 		if err != nil {
@@ -37,19 +41,19 @@ func TestListenServerDialClient(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for c.State() != Connected && time.Now().Before(deadline) {
 			c.Update(time.Now())
-			srv.Update(time.Now())
-			time.Sleep(time.Millisecond)
+			if err := c.Wait(deadline); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if c.State() != Connected {
 			t.Fatalf("client to %v: %v", addr, c.State())
 		}
-		c.Disconnect(time.Now())
-		if err := c.Close(); err != nil {
+		if err := c.Close(); err != nil { // sends the disconnect packets
 			t.Fatalf("close: %v", err)
 		}
 	}
-	if _, err := ListenServer(ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey}); err == nil {
-		t.Fatal("ListenServer without addresses succeeded")
+	if _, err := Listen(cfg, batchio.Config{}); err == nil {
+		t.Fatal("Listen without addresses succeeded")
 	}
 }
 

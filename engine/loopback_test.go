@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/netcode-go/netcode/codec"
 )
 
 type srvLoopbackSend struct {
@@ -24,7 +22,8 @@ func TestServerLoopbackClient(t *testing.T) {
 	if err := h.s.ConnectLoopbackClient(idx, 99, []byte("local")); err != nil {
 		t.Fatal(err)
 	}
-	if !h.s.ClientConnected(idx) || !h.s.IsLoopbackClient(idx) || h.s.ClientID(idx) != 99 || h.s.NumConnectedClients() != 1 {
+	h.poll()
+	if !h.s.slotConnected(idx) || !h.s.slots[idx].loopback || h.s.slotID(idx) != 99 || h.s.NumConnectedClients() != 1 {
 		t.Fatal("loopback client not connected in slot 2")
 	}
 	if len(h.connects) != 1 || h.connects[0] != idx {
@@ -50,9 +49,11 @@ func TestServerLoopbackClient(t *testing.T) {
 	if err := h.s.ProcessLoopbackPacket(idx, []byte("from client"), 7); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, codec.MaxPayloadBytes)
-	if n, seq, ok := h.s.ReceivePacket(idx, buf); !ok || seq != 7 || string(buf[:n]) != "from client" {
-		t.Fatalf("ReceivePacket = %q, %d, %v", buf[:n], seq, ok)
+	var got []Event
+	h.s.Poll(func(ev *Event) { e := *ev; e.Payload = append([]byte(nil), ev.Payload...); got = append(got, e) })
+	if len(got) != 1 || got[0].Kind != EventPayload || got[0].ClientIndex != idx || got[0].ClientID != 99 ||
+		got[0].Sequence != 7 || string(got[0].Payload) != "from client" {
+		t.Fatalf("polled %+v", got)
 	}
 	if err := h.s.ProcessLoopbackPacket(0, []byte("x"), 0); !errors.Is(err, ErrSlotNotConnected) {
 		t.Fatalf("ProcessLoopbackPacket on an empty slot: %v", err)
@@ -68,18 +69,20 @@ func TestServerLoopbackClient(t *testing.T) {
 
 	// No timeouts, keep-alives or disconnect packets.
 	h.step(time.Hour)
-	h.s.DisconnectAll(h.now)
-	if !h.s.ClientConnected(idx) {
+	h.s.DisconnectAll()
+	h.poll()
+	if !h.s.slotConnected(idx) {
 		t.Fatal("loopback client timed out or was disconnected by DisconnectAll")
 	}
-	if err := h.s.DisconnectClient(idx, h.now); !errors.Is(err, ErrSlotIsLoopback) {
+	if err := h.s.DisconnectClient(idx); !errors.Is(err, ErrSlotIsLoopback) {
 		t.Fatalf("DisconnectClient on a loopback slot: %v", err)
 	}
 	if err := h.s.DisconnectLoopbackClient(idx); err != nil {
 		t.Fatal(err)
 	}
-	if h.s.ClientConnected(idx) || len(h.disconnects) != 1 || h.disconnects[0] != (srvDisconnect{idx, DisconnectLoopbackClosed}) {
-		t.Fatalf("after DisconnectLoopbackClient: connected %v, events %v", h.s.ClientConnected(idx), h.disconnects)
+	h.poll()
+	if h.s.slotConnected(idx) || len(h.disconnects) != 1 || h.disconnects[0] != (srvDisconnect{idx, DisconnectLoopbackClosed}) {
+		t.Fatalf("after DisconnectLoopbackClient: connected %v, events %v", h.s.slotConnected(idx), h.disconnects)
 	}
 	h.s.Flush()
 	if n := len(h.conns[0].out); n != 0 {
@@ -89,7 +92,7 @@ func TestServerLoopbackClient(t *testing.T) {
 	for k := range h.s.MaxClients() {
 		h.peer(fmt.Sprintf("192.0.2.%d:5000", 10+k), uint64(1000+k), nil).connect()
 	}
-	if !h.s.ClientConnected(idx) || h.s.IsLoopbackClient(idx) {
+	if !h.s.slotConnected(idx) || h.s.slots[idx].loopback {
 		t.Fatal("former loopback slot not reused by a network client")
 	}
 }

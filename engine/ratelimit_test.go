@@ -56,12 +56,12 @@ func TestTokenDecryptBudget(t *testing.T) {
 	bad := h.peer("198.51.100.1:1", 5, nil).request()
 	bad[len(bad)-1] ^= 1
 	flood := &floodConn{srvConn: h.conns[0], junk: bad}
-	h.s.conns[0] = flood
+	h.s.shard0().conn = flood
 	for range 100 { // a second of flood
 		h.step(10 * time.Millisecond)
 		p.send(p.keepAlive())
 	}
-	h.s.conns[0] = flood.srvConn
+	h.s.shard0().conn = flood.srvConn
 	decrypted, rationed := h.codecDrops(codec.ReasonTokenDecrypt), h.drops(ServerDropRequestRate)
 	if limit := uint64(rate + rate/8 + rate/100); decrypted > limit || decrypted < rate/2 {
 		t.Fatalf("%d tokens decrypted in a flooded second; want about %d, at most %d", decrypted, rate, limit)
@@ -69,7 +69,7 @@ func TestTokenDecryptBudget(t *testing.T) {
 	if rationed < 10*decrypted {
 		t.Fatalf("only %d requests dropped by the budget against %d decrypted", rationed, decrypted)
 	}
-	if !h.s.ClientConnected(i) {
+	if !h.s.slotConnected(i) {
 		t.Fatal("the connected client lost its slot under the flood")
 	}
 	h.step(200 * time.Millisecond) // the budget refills its burst

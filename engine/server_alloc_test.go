@@ -32,13 +32,14 @@ func TestServerAllocsPayloadIntoQueue(t *testing.T) {
 	buf := make([]byte, codec.MaxPacketBytes)
 	payload := make([]byte, 200)
 	dst := make([]byte, codec.MaxPayloadBytes)
+	handle := func(ev *Event) { copy(dst, ev.Payload) }
 	allocs := testing.AllocsPerRun(1000, func() {
 		n, err := codec.WritePayloadPacket(buf, p.next(), payload, p.seal)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.s.processPacket(0, buf[:n], p.addr, h.now)
-		if _, _, ok := h.s.ReceivePacket(p.index, dst); !ok {
+		h.s.shard0().processPacket(buf[:n], p.addr, h.now)
+		if h.s.Poll(handle) != 1 {
 			t.Fatal("payload not queued")
 		}
 	})
@@ -47,20 +48,21 @@ func TestServerAllocsPayloadIntoQueue(t *testing.T) {
 	}
 }
 
-func TestServerAllocsReceivePacket(t *testing.T) {
+func TestServerAllocsPoll(t *testing.T) {
 	h, peers := srvConnected(t, 1)
 	i := peers[0].index
 	payload := make([]byte, 100)
-	dst := make([]byte, codec.MaxPayloadBytes)
-	sl := &h.s.slots[i]
+	n := 0
+	handle := func(ev *Event) { n = len(ev.Payload) }
+	sh := h.s.shard0()
 	allocs := testing.AllocsPerRun(1000, func() {
-		h.s.enqueue(sl, payload, 1)
-		if n, _, ok := h.s.ReceivePacket(i, dst); !ok || n != 100 {
-			t.Fatal("nothing received")
+		sh.deliver(int32(i), payload, 1)
+		if h.s.Poll(handle) != 1 || n != 100 {
+			t.Fatal("nothing polled")
 		}
 	})
 	if allocs != 0 {
-		t.Fatalf("ReceivePacket allocates %v times", allocs)
+		t.Fatalf("Poll allocates %v times", allocs)
 	}
 }
 

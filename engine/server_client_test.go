@@ -37,7 +37,7 @@ func TestServerWithClient(t *testing.T) {
 		h.now = h.now.Add(10 * time.Millisecond)
 		c.Update(h.now)
 		pump()
-		h.s.Update(h.now)
+		h.update()
 		pump()
 	}
 	if err := c.Connect(h.srvToken(77, nil), h.now); err != nil {
@@ -49,7 +49,7 @@ func TestServerWithClient(t *testing.T) {
 		}
 		tick()
 	}
-	if c.State() != Connected || h.s.NumConnectedClients() != 1 || h.s.ClientID(c.ClientIndex()) != 77 {
+	if c.State() != Connected || h.s.NumConnectedClients() != 1 || h.s.slotID(c.ClientIndex()) != 77 {
 		t.Fatalf("client state %v, server has %d clients", c.State(), h.s.NumConnectedClients())
 	}
 	i := c.ClientIndex()
@@ -62,8 +62,8 @@ func TestServerWithClient(t *testing.T) {
 	tick()
 	tick()
 	buf := make([]byte, codec.MaxPayloadBytes)
-	if n, _, ok := h.s.ReceivePacket(i, buf); !ok || string(buf[:n]) != "to server" {
-		t.Fatalf("server received %q, %v", buf[:n], ok)
+	if b, ok := h.receive(i); !ok || string(b) != "to server" {
+		t.Fatalf("server received %q, %v", b, ok)
 	}
 	if n, _, ok := c.ReceivePacket(buf); !ok || string(buf[:n]) != "to client" {
 		t.Fatalf("client received %q, %v", buf[:n], ok)
@@ -73,13 +73,13 @@ func TestServerWithClient(t *testing.T) {
 			tick()
 		}
 	}
-	if c.State() != Connected || !h.s.ClientConnected(i) {
-		t.Fatalf("idle connection dropped: client %v, server %v", c.State(), h.s.ClientConnected(i))
+	if c.State() != Connected || !h.s.slotConnected(i) {
+		t.Fatalf("idle connection dropped: client %v, server %v", c.State(), h.s.slotConnected(i))
 	}
 	c.Disconnect(h.now)
 	pump()
-	h.s.Update(h.now)
-	if h.s.ClientConnected(i) || len(h.disconnects) != 1 || h.disconnects[0].reason != DisconnectClientDisconnected {
-		t.Fatalf("server after client disconnect: connected %v, events %v", h.s.ClientConnected(i), h.disconnects)
+	h.update()
+	if h.s.slotConnected(i) || len(h.disconnects) != 1 || h.disconnects[0].reason != DisconnectClientDisconnected {
+		t.Fatalf("server after client disconnect: connected %v, events %v", h.s.slotConnected(i), h.disconnects)
 	}
 }

@@ -14,7 +14,7 @@ func TestServerConfigValidation(t *testing.T) {
 	bound := &srvConn{local: srvAddr}
 	wildcard := &srvConn{local: netip.MustParseAddrPort("0.0.0.0:40000")}
 	anyPort := &srvConn{local: netip.MustParseAddrPort("10.0.0.1:0")}
-	ok := func() ServerConfig { return ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1} }
+	ok := func() ServerConfig { return ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1, Manual: true} }
 	for _, c := range []struct {
 		name  string
 		edit  func(*ServerConfig)
@@ -25,14 +25,14 @@ func TestServerConfigValidation(t *testing.T) {
 		{"short private key", func(c *ServerConfig) { c.PrivateKey = c.PrivateKey[:31] }, nil, "PrivateKey is 31 bytes"},
 		{"negative max clients", func(c *ServerConfig) { c.MaxClients = -1 }, nil, "MaxClients -1; allowed 1 to 65536"},
 		{"too many clients", func(c *ServerConfig) { c.MaxClients = MaxServerClients + 1 }, nil, "allowed 1 to 65536"},
-		{"16384 clients", func(c *ServerConfig) { c.MaxClients = 16384; c.ReceiveQueueLen = 1 }, nil, ""},
-		{"queue not a power of two", func(c *ServerConfig) { c.ReceiveQueueLen = 3 }, nil, "power of two"},
-		{"queue too long", func(c *ServerConfig) { c.ReceiveQueueLen = MaxReceiveQueueLen * 2 }, nil, "power of two"},
-		{"queues just over their bound", func(c *ServerConfig) { c.MaxClients = MaxServerClients; c.ReceiveQueueLen = 2 * ReceiveQueueSize },
-			nil, "is 33554432 queue entries; allowed at most 16777216"},
-		{"all queues too long together", func(c *ServerConfig) { c.MaxClients = MaxServerClients; c.ReceiveQueueLen = MaxReceiveQueueLen },
-			nil, "MaxClients 65536 × ReceiveQueueLen 65536 is 4294967296 queue entries; allowed at most 16777216"},
-		{"negative buffers", func(c *ServerConfig) { c.ReceiveBuffers = -1 }, nil, "ReceiveBuffers -1"},
+		{"16384 clients", func(c *ServerConfig) { c.MaxClients = 16384 }, nil, ""},
+		{"event queue not a power of two", func(c *ServerConfig) { c.EventQueueSize = 3 }, nil, "EventQueueSize 3; want a power of two from 4 to 1048576"},
+		{"event queue too long", func(c *ServerConfig) { c.EventQueueSize = 1 << 21 }, nil, "power of two"},
+		{"send queue in manual mode", func(c *ServerConfig) { c.SendQueueSize = 8 }, nil, "SendQueueSize 8 is for the default mode"},
+		{"send queue not a power of two", func(c *ServerConfig) { c.Manual = false; c.SendQueueSize = 5 }, nil, "SendQueueSize 5; want a power of two"},
+		{"loopback in the default mode", func(c *ServerConfig) { c.Manual = false; c.SendLoopbackPacket = func(int, []byte, uint64) {} }, nil,
+			"SendLoopbackPacket is set, but loopback clients need the manual mode"},
+		{"shards with conns", func(c *ServerConfig) { c.Shards = 1 }, nil, "Shards 1 is for Listen"},
 		{"negative mappings", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, nil, "MaxEncryptionMappings -1"},
 		{"negative token history", func(c *ServerConfig) { c.TokenHistorySize = -1 }, nil, "TokenHistorySize -1"},
 		{"negative token lifetime", func(c *ServerConfig) { c.MaxConnectTokenLifetime = -time.Second }, nil, "MaxConnectTokenLifetime -1s; allowed whole seconds from 1s to 24h0m0s"},
@@ -67,6 +67,7 @@ func TestServerConfigValidation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("valid config rejected: %v", err)
 				}
+				s.Close()
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -79,26 +80,21 @@ func TestServerConfigValidation(t *testing.T) {
 	}
 }
 
-// TestServerConfigQueueBound: every slot with the default queue length is
-// exactly at the bound, and allowed (checked without allocating 256 MiB).
-func TestServerConfigQueueBound(t *testing.T) {
-	cfg := ServerConfig{PrivateKey: testPrivateKey, MaxClients: MaxServerClients, ReceiveQueueLen: ReceiveQueueSize}
-	if err := cfg.normalize([]batchio.Conn{&srvConn{local: srvAddr}}); err != nil {
-		t.Fatalf("%d clients with %d-entry queues: %v", MaxServerClients, ReceiveQueueSize, err)
-	}
-}
-
 func TestServerConfigDefaults(t *testing.T) {
 	s, err := NewServer(ServerConfig{PrivateKey: testPrivateKey}, &srvConn{local: srvAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	c := s.cfg
-	if c.MaxClients != DefaultMaxClients || c.ReceiveQueueLen != ReceiveQueueSize ||
+	if c.MaxClients != DefaultMaxClients || c.EventQueueSize != DefaultQueueSize || c.SendQueueSize != DefaultQueueSize ||
 		c.MaxEncryptionMappings != 2*DefaultMaxClients || c.TokenHistorySize != 8*DefaultMaxClients ||
-		c.MaxConnectTokenLifetime != 30*time.Second ||
-		c.ReceiveBuffers != 1024 {
+		c.MaxConnectTokenLifetime != 30*time.Second || c.KeepAliveInterval != PacketSendInterval ||
+		c.TokenDecryptsPerSecond != DefaultTokenDecryptsPerSecond || c.Clock == nil || c.Logger == nil {
 		t.Fatalf("defaults %+v", c)
+	}
+	if len(s.shards) != 1 || s.shards[0].outbox == nil || s.shards[0].maps.part.n != 0 || len(s.shards[0].maps.entries) != 2*DefaultMaxClients {
+		t.Fatal("one shard with a send queue and the mappings")
 	}
 	if got := s.PublicAddresses(); len(got) != 1 || got[0] != srvAddr {
 		t.Fatalf("public addresses default to %v, want the conn's %v", got, srvAddr)
@@ -111,13 +107,14 @@ func TestServerConfigDefaults(t *testing.T) {
 // TestServerCountsDropsByReason feeds one bad datagram at a time and checks
 // that exactly its reason's counter moved.
 func TestServerCountsDropsByReason(t *testing.T) {
-	h := newSrvHarness(t, ServerConfig{ReceiveQueueLen: 2, ReceiveBuffers: 3})
+	h := newSrvHarness(t, ServerConfig{EventQueueSize: 4})
 	a := h.peer("192.0.2.1:5000", 1, nil)
 	a.connect()
 	pending := h.peer("192.0.2.2:5000", 2, nil)
 	pending.challenged()
 	b := h.peer("192.0.2.3:5000", 3, nil)
 	b.connect()
+	h.hold = true // payloads stay in the event queue, which fills
 	stranger := netip.MustParseAddrPort("198.51.100.1:9")
 
 	junk := func(prefix byte, n int) []byte {
@@ -147,9 +144,9 @@ func TestServerCountsDropsByReason(t *testing.T) {
 		{"payload before connected", pending.addr, func() []byte { return pending.payload([]byte("x")) }, 0, ServerDropNotConnected},
 		{"keep-alive before connected", pending.addr, func() []byte { return pending.keepAlive() }, 0, ServerDropNotConnected},
 		{"queue fills", a.addr, func() []byte { return a.payload([]byte("2")) }, 0, 0},
-		{"queue full", a.addr, func() []byte { return a.payload([]byte("3")) }, 0, ServerDropQueueFull},
-		{"last buffer", b.addr, func() []byte { return b.payload([]byte("1")) }, 0, 0},
-		{"pool empty", b.addr, func() []byte { return b.payload([]byte("2")) }, 0, ServerDropPoolEmpty},
+		{"queue fills", b.addr, func() []byte { return b.payload([]byte("1")) }, 0, 0},
+		{"queue fills", b.addr, func() []byte { return b.payload([]byte("2")) }, 0, 0},
+		{"queue full", a.addr, func() []byte { return a.payload([]byte("3")) }, 0, ServerDropAppBacklog},
 	} {
 		before := h.s.Stats()
 		h.deliver(0, c.from, c.pkt())

@@ -15,7 +15,6 @@ import (
 // When the handshake completes its keys move into the slot.
 type mapping struct {
 	addr             netip.AddrPort
-	sock             int
 	sendKey, recvKey *aead.PacketKey
 	mac              tokenMAC
 	entry            int32  // the token's connect-token history entry
@@ -94,7 +93,7 @@ func (t *mappingTable) clear() {
 // history entry is entry and expire timestamp expire. A repeated request
 // with the same token keeps the keys it already made; a different token
 // replaces them. It reports false when the table is full.
-func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToken, mac tokenMAC, entry int32, expire, protocolID uint64, now time.Time) (int32, bool) {
+func (t *mappingTable) add(addr netip.AddrPort, tok *codec.PrivateToken, mac tokenMAC, entry int32, expire, protocolID uint64, now time.Time) (int32, bool) {
 	i, ok := t.lookup(addr, now)
 	if !ok {
 		if t.part.full() {
@@ -114,7 +113,6 @@ func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToke
 		}
 		m.sendKey, m.recvKey, m.mac = send, recv, mac
 	}
-	m.sock = sock
 	m.entry = entry
 	m.tokenExpire = expire
 	m.clientID = tok.ClientID
@@ -125,10 +123,8 @@ func (t *mappingTable) add(addr netip.AddrPort, sock int, tok *codec.PrivateToke
 	return i, true
 }
 
-// processPacket handles one datagram from a conn. It depends only on the
-// datagram, its source, the conn index and now, so that a future per-core
-// shard can call it on its own batches.
-func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
+// processPacket handles one datagram from the shard's conn.
+func (s *shard) processPacket(pkt []byte, from netip.AddrPort, now time.Time) {
 	s.setNow(now)
 	s.stats.PacketsIn++
 	s.stats.BytesIn += uint64(len(pkt))
@@ -136,7 +132,7 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 	rp.Now = s.nowUnix
 	if len(pkt) > 0 && pkt[0] == 0 {
 		rp.Key, rp.Replay = nil, nil
-		s.processRequest(sock, pkt, from, now)
+		s.processRequest(pkt, from, now)
 		return
 	}
 
@@ -166,7 +162,7 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 
 	switch p.Type {
 	case codec.ConnectionResponse:
-		s.processResponse(sock, from, connected, mapIdx, now)
+		s.processResponse(from, connected, mapIdx)
 	case codec.ConnectionKeepAlive:
 		if !connected {
 			s.stats.Drops[ServerDropNotConnected]++
@@ -183,13 +179,9 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 		sl := &s.slots[slotIdx]
 		sl.confirmed = true
 		sl.lastRecv = now
-		if s.sink != nil {
-			if !s.sink.deliver(slotIdx, sl, p.Payload, p.Sequence) {
-				s.stats.Drops[ServerDropAppBacklog]++
-			}
-			return
+		if !s.deliver(slotIdx, p.Payload, p.Sequence) {
+			s.stats.Drops[ServerDropAppBacklog]++
 		}
-		s.enqueue(sl, p.Payload, p.Sequence)
 	case codec.ConnectionDisconnect:
 		if !connected {
 			s.stats.Drops[ServerDropNotConnected]++
@@ -206,7 +198,7 @@ func (s *Server) processPacket(sock int, pkt []byte, from netip.AddrPort, now ti
 // (it repeats the cheap checks, a few compares, so that ReadPacket stays the
 // one way to a decoded packet), then the server's checks with the
 // connect-token history.
-func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now time.Time) {
+func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 	if err := codec.CheckRequestPacket(pkt, &s.rp); err != nil {
 		s.stats.CodecDrops[codec.ReasonOf(err)]++
 		return
@@ -263,10 +255,10 @@ func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now t
 	// As in the reference, a request denied because the server is full
 	// leaves its token pending.
 	if s.adm.full() {
-		s.sendDeniedForToken(sock, from, tok, mac, now)
+		s.sendDeniedForToken(from, tok, mac, now)
 		return
 	}
-	mi, ok := s.maps.add(from, sock, tok, mac, entry, p.ExpireTimestamp, s.cfg.ProtocolID, now)
+	mi, ok := s.maps.add(from, tok, mac, entry, p.ExpireTimestamp, s.cfg.ProtocolID, now)
 	if !ok {
 		s.stats.Drops[ServerDropMappingTableFull]++
 		return
@@ -276,7 +268,7 @@ func (s *Server) processRequest(sock int, pkt []byte, from netip.AddrPort, now t
 
 // logBeforeStart explains, once per run, why the server ignores tokens
 // that expire too soon after its start.
-func (s *Server) logBeforeStart(expire uint64) {
+func (s *shard) logBeforeStart(expire uint64) {
 	if s.loggedBeforeStart {
 		return
 	}
@@ -284,7 +276,7 @@ func (s *Server) logBeforeStart(expire uint64) {
 	s.log.Warn("netcode server: ignoring connection requests whose connect token expires before the restart rule's bound: "+
 		"such a token may have been issued before this server started and used with an earlier run; "+
 		"tokens issued from now on with a lifetime of MaxConnectTokenLifetime are admitted, and this ends MaxConnectTokenLifetime after the start",
-		slog.Time("started", s.startedAt),
+		slog.Time("started", s.srv.startedAt),
 		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime),
 		slog.Time("min_expire", time.Unix(int64(s.minExpire), 0)),
 		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
@@ -292,9 +284,9 @@ func (s *Server) logBeforeStart(expire uint64) {
 
 // ownAddressIn reports whether one of the server's public addresses is in
 // the token. IPv4-mapped IPv6 forms compare equal to IPv4.
-func (s *Server) ownAddressIn(tok *codec.PrivateToken) bool {
+func (s *shard) ownAddressIn(tok *codec.PrivateToken) bool {
 	for _, a := range tok.Addresses() {
-		for _, p := range s.public {
+		for _, p := range s.cfg.PublicAddresses {
 			if a.Port() == p.Port() && a.Addr().Unmap() == p.Addr().Unmap() {
 				return true
 			}
@@ -307,7 +299,7 @@ func (s *Server) ownAddressIn(tok *codec.PrivateToken) bool {
 // token sealed with the server's challenge key and the next challenge
 // sequence, in a packet sealed with the mapping's send key and the global
 // sequence (never a session sequence).
-func (s *Server) sendChallenge(mi int32, tok *codec.PrivateToken, now time.Time) {
+func (s *shard) sendChallenge(mi int32, tok *codec.PrivateToken, now time.Time) {
 	m := &s.maps.entries[mi]
 	s.chal.ClientID = tok.ClientID
 	s.chal.UserData = tok.UserData
@@ -319,13 +311,12 @@ func (s *Server) sendChallenge(mi int32, tok *codec.PrivateToken, now time.Time)
 	if err := s.challengeKey.Seal(s.chalBuf[:], cseq); err != nil {
 		return
 	}
-	buf := s.outBuf(m.sock)
-	n, err := codec.WriteChallengePacket(buf, nextGlobalSequence(), cseq, s.chalBuf[:], m.sendKey)
+	n, err := codec.WriteChallengePacket(s.outBuf(), nextGlobalSequence(), cseq, s.chalBuf[:], m.sendKey)
 	if err != nil {
 		s.stats.SendFailures++
 		return
 	}
-	s.commit(m.sock, n, m.addr)
+	s.commit(n, m.addr)
 	m.lastAccess = now
 	s.stats.ChallengesSent++
 }
@@ -333,33 +324,32 @@ func (s *Server) sendChallenge(mi int32, tok *codec.PrivateToken, now time.Time)
 // sendDeniedForToken answers a request when the server is full. The packet
 // is sealed with the token's server-to-client key: the mapping's if the
 // address has one for this token, else a key made for this packet.
-func (s *Server) sendDeniedForToken(sock int, to netip.AddrPort, tok *codec.PrivateToken, mac tokenMAC, now time.Time) {
+func (s *shard) sendDeniedForToken(to netip.AddrPort, tok *codec.PrivateToken, mac tokenMAC, now time.Time) {
 	if i, ok := s.maps.lookup(to, now); ok && s.maps.entries[i].mac == mac {
-		s.sendDenied(sock, to, s.maps.entries[i].sendKey)
+		s.sendDenied(to, s.maps.entries[i].sendKey)
 		return
 	}
 	key, err := aead.NewPacketKey(tok.ServerToClientKey[:], s.cfg.ProtocolID)
 	if err != nil {
 		return
 	}
-	s.sendDenied(sock, to, key)
+	s.sendDenied(to, key)
 }
 
-func (s *Server) sendDenied(sock int, to netip.AddrPort, key *aead.PacketKey) {
-	buf := s.outBuf(sock)
-	n, err := codec.WriteDeniedPacket(buf, nextGlobalSequence(), key)
+func (s *shard) sendDenied(to netip.AddrPort, key *aead.PacketKey) {
+	n, err := codec.WriteDeniedPacket(s.outBuf(), nextGlobalSequence(), key)
 	if err != nil {
 		s.stats.SendFailures++
 		return
 	}
-	s.commit(sock, n, to)
+	s.commit(n, to)
 	s.stats.DeniedSent++
 }
 
 // processResponse runs the standard's connection response checks in order.
 // The codec has decrypted the packet with the key of the address (the
 // slot's if it is connected, else its mapping's, mapIdx).
-func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, mapIdx int32, now time.Time) {
+func (s *shard) processResponse(from netip.AddrPort, connected bool, mapIdx int32) {
 	p := &s.pkt
 	if s.challengeKey.Open(p.ChallengeToken, p.ChallengeSequence) != nil {
 		s.stats.Drops[ServerDropChallengeDecrypt]++
@@ -386,7 +376,7 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 		return // cannot happen: without a slot or mapping there is no key
 	}
 	m := &s.maps.entries[mapIdx]
-	if s.sink != nil && !s.sink.canAdmit() {
+	if !s.canAdmit() {
 		s.stats.Drops[ServerDropAppBacklog]++
 		return
 	}
@@ -399,14 +389,13 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 		s.stats.Drops[ServerDropClientIDConnected]++
 		return
 	case claimFull:
-		s.sendDenied(sock, from, m.sendKey)
+		s.sendDenied(from, m.sendKey)
 		return
 	case claimTokenConsumed:
 		s.stats.Drops[ServerDropTokenConsumed]++
 		return
 	}
 	sl := &s.slots[i]
-	sl.sock = sock
 	sl.addr = from
 	sl.sendKey, sl.recvKey = m.sendKey, m.recvKey
 	sl.sequence = 0 // the token's only session
@@ -421,7 +410,4 @@ func (s *Server) processResponse(sock int, from netip.AddrPort, connected bool, 
 
 	s.log.Info("netcode client connected", slog.Int("client_index", int(i)),
 		slog.Uint64("client_id", sl.clientID), slog.String("address", from.String()))
-	if s.cfg.OnConnect != nil {
-		s.cfg.OnConnect(int(i), sl.clientID)
-	}
 }

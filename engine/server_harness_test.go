@@ -86,6 +86,10 @@ type srvHarness struct {
 	now         time.Time
 	connects    []int
 	disconnects []srvDisconnect
+	// payloads holds each slot's polled payloads until receive takes them.
+	payloads map[int][][]byte
+	// hold stops update from polling: events stay queued in the server.
+	hold bool
 }
 
 // newSrvHarness starts a server on one in-memory conn per local address
@@ -101,7 +105,8 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 	if len(locals) == 0 {
 		locals = []netip.AddrPort{srvAddr}
 	}
-	h := &srvHarness{t: t, now: start}
+	h := &srvHarness{t: t, now: start, payloads: map[int][][]byte{}}
+	cfg.Manual = true
 	cfg.Clock = func() time.Time { return h.now }
 	if cfg.PrivateKey == nil {
 		cfg.PrivateKey = testPrivateKey
@@ -112,8 +117,6 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 	if cfg.MaxClients == 0 {
 		cfg.MaxClients = 4
 	}
-	cfg.OnConnect = func(i int, _ uint64) { h.connects = append(h.connects, i) }
-	cfg.OnDisconnect = func(i int, r DisconnectReason) { h.disconnects = append(h.disconnects, srvDisconnect{i, r}) }
 	conns := make([]batchio.Conn, len(locals))
 	for i, a := range locals {
 		c := &srvConn{local: a}
@@ -128,17 +131,61 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 	return h
 }
 
-// step advances the clock and runs Update.
+// step advances the clock and runs update.
 func (h *srvHarness) step(d time.Duration) {
 	h.now = h.now.Add(d)
-	h.s.Update(h.now)
+	h.update()
 }
 
-// deliver queues pkt from from on conn sock and runs Update at the current
-// time.
+// update runs Update at the current time and polls the events.
+func (h *srvHarness) update() {
+	if err := h.s.Update(h.now); err != nil {
+		h.t.Fatal(err)
+	}
+	if !h.hold {
+		h.poll()
+	}
+}
+
+// poll records the server's events: connects and disconnects in order,
+// payloads per slot.
+func (h *srvHarness) poll() {
+	h.s.Poll(func(ev *Event) {
+		switch ev.Kind {
+		case EventConnect:
+			h.connects = append(h.connects, ev.ClientIndex)
+		case EventDisconnect:
+			h.disconnects = append(h.disconnects, srvDisconnect{ev.ClientIndex, ev.Reason})
+		case EventPayload:
+			h.payloads[ev.ClientIndex] = append(h.payloads[ev.ClientIndex], append([]byte(nil), ev.Payload...))
+		}
+	})
+}
+
+// stop stops the server at the current time and polls its disconnect
+// events, which frees the slots.
+func (h *srvHarness) stop() {
+	if err := h.s.Stop(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.poll()
+}
+
+// receive takes the oldest payload polled from slot i.
+func (h *srvHarness) receive(i int) ([]byte, bool) {
+	q := h.payloads[i]
+	if len(q) == 0 {
+		return nil, false
+	}
+	h.payloads[i] = q[1:]
+	return q[0], true
+}
+
+// deliver queues pkt from from on conn sock and runs update at the
+// current time.
 func (h *srvHarness) deliver(sock int, from netip.AddrPort, pkt []byte) {
 	h.conns[sock].push(from, pkt)
-	h.s.Update(h.now)
+	h.update()
 }
 
 // sent returns and forgets what the server wrote on conn sock to addr.
@@ -341,7 +388,7 @@ func (p *srvPeer) connect() int {
 	p.h.t.Helper()
 	p.challenged()
 	srvExpectTypes(p.h.t, "reply to response", p.send(p.response()), codec.ConnectionKeepAlive)
-	if !p.h.s.ClientConnected(p.index) || p.h.s.ClientAddress(p.index) != p.addr {
+	if !p.h.s.slotConnected(p.index) || p.h.s.slotAddr(p.index) != p.addr {
 		p.h.t.Fatalf("slot %d not connected to %v", p.index, p.addr)
 	}
 	if c := p.h.connects; len(c) == 0 || c[len(c)-1] != p.index {
@@ -363,3 +410,34 @@ func (h *srvHarness) step2() time.Time {
 	h.now = h.now.Add(10 * time.Millisecond)
 	return h.now
 }
+
+// Test views of a manual-mode server's slots, read on the goroutine that
+// drives it.
+
+func (s *Server) slotConnected(i int) bool {
+	return i >= 0 && i < len(s.slots) && s.slots[i].connected
+}
+
+func (s *Server) slotAddr(i int) netip.AddrPort {
+	if !s.slotConnected(i) || s.slots[i].loopback {
+		return netip.AddrPort{}
+	}
+	return s.slots[i].addr
+}
+
+func (s *Server) slotID(i int) uint64 {
+	if !s.slotConnected(i) {
+		return 0
+	}
+	return s.slots[i].clientID
+}
+
+func (s *Server) slotUserData(i int) [codec.UserDataBytes]byte {
+	if !s.slotConnected(i) {
+		return [codec.UserDataBytes]byte{}
+	}
+	return s.slots[i].userData
+}
+
+// shard0 is the first shard, the only one of a one-conn harness.
+func (s *Server) shard0() *shard { return s.shards[0] }

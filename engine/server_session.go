@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -13,7 +12,11 @@ import (
 
 // slot is one client slot. Everything in it is allocated when the server is
 // created; connecting a client only fills it in (and hands it the session
-// keys the handshake created).
+// keys the handshake created). The owning shard writes it; the client's id,
+// address and user data are written before the connect event is handed to
+// the application and stay until the application has polled the
+// disconnect event, which is when the slot is freed (two-phase release), so
+// the application reads them through its events without a lock.
 type slot struct {
 	connected bool
 	loopback  bool
@@ -21,7 +24,6 @@ type slot struct {
 	// until then every payload sent is preceded by a keep-alive.
 	confirmed bool
 
-	sock     int // index of the conn the client talks to
 	addr     netip.AddrPort
 	clientID uint64
 	userData [codec.UserDataBytes]byte
@@ -38,14 +40,6 @@ type slot struct {
 	gen uint32
 
 	replay ring.Replay
-	queue  ring.Queue[rxEntry]
-}
-
-// rxEntry is a queued payload: a buffer of the server's pool.
-type rxEntry struct {
-	seq uint64
-	buf int32
-	n   int32
 }
 
 // partition keeps slot indices split into an active prefix items[:n] and a
@@ -96,39 +90,37 @@ func (p *partition) release(i int) {
 }
 
 // sendKeepAlive queues a keep-alive to slot i.
-func (s *Server) sendKeepAlive(i int) {
+func (s *shard) sendKeepAlive(i int) {
 	sl := &s.slots[i]
-	buf := s.outBuf(sl.sock)
-	n, err := codec.WriteKeepAlivePacket(buf, sl.sequence, uint32(i), uint32(len(s.slots)), sl.sendKey)
+	n, err := codec.WriteKeepAlivePacket(s.outBuf(), sl.sequence, uint32(i), uint32(len(s.slots)), sl.sendKey)
 	if err != nil { // cannot happen: the buffer and key are the server's own
 		s.stats.SendFailures++
 		return
 	}
 	sl.sequence++
 	sl.lastSend = s.now
-	s.commit(sl.sock, n, sl.addr)
+	s.commit(n, sl.addr)
 }
 
 // sendDisconnects queues NumDisconnectPackets disconnect packets to slot i;
 // the client may lose some of them.
-func (s *Server) sendDisconnects(i int) {
+func (s *shard) sendDisconnects(i int) {
 	sl := &s.slots[i]
 	for range NumDisconnectPackets {
-		buf := s.outBuf(sl.sock)
-		n, err := codec.WriteDisconnectPacket(buf, sl.sequence, sl.sendKey)
+		n, err := codec.WriteDisconnectPacket(s.outBuf(), sl.sequence, sl.sendKey)
 		if err != nil {
 			s.stats.SendFailures++
 			return
 		}
 		sl.sequence++
-		s.commit(sl.sock, n, sl.addr)
+		s.commit(n, sl.addr)
 	}
 	sl.lastSend = s.now
 }
 
 // sendKeepAlives sends a keep-alive to every network client that has been
 // sent nothing for the keep-alive interval.
-func (s *Server) sendKeepAlives(now time.Time) {
+func (s *shard) sendKeepAlives(now time.Time) {
 	for _, i := range s.active.items[:s.active.n] {
 		sl := &s.slots[i]
 		if sl.loopback || now.Before(sl.lastSend.Add(s.cfg.KeepAliveInterval)) {
@@ -140,11 +132,8 @@ func (s *Server) sendKeepAlives(now time.Time) {
 
 // checkTimeouts resets the slots of network clients that sent nothing
 // within their token's timeout.
-func (s *Server) checkTimeouts(now time.Time) {
+func (s *shard) checkTimeouts(now time.Time) {
 	for k := s.active.n - 1; k >= 0; k-- {
-		if k >= s.active.n {
-			continue // a callback disconnected more than one client
-		}
 		i := int(s.active.items[k])
 		sl := &s.slots[i]
 		if sl.loopback || !sl.hasTimeout || now.Before(sl.lastRecv.Add(sl.timeout)) {
@@ -155,27 +144,9 @@ func (s *Server) checkTimeouts(now time.Time) {
 	}
 }
 
-// enqueue copies a received payload into a pool buffer on slot i's queue.
-func (s *Server) enqueue(sl *slot, payload []byte, seq uint64) bool {
-	if sl.queue.Len() == sl.queue.Cap() {
-		s.stats.Drops[ServerDropQueueFull]++
-		return false
-	}
-	if len(s.freeBufs) == 0 {
-		s.stats.Drops[ServerDropPoolEmpty]++
-		return false
-	}
-	b := s.freeBufs[len(s.freeBufs)-1]
-	s.freeBufs = s.freeBufs[:len(s.freeBufs)-1]
-	off := int(b) * codec.MaxPayloadBytes
-	n := copy(s.pool[off:off+codec.MaxPayloadBytes], payload)
-	sl.queue.Push(rxEntry{seq: seq, buf: b, n: int32(n)})
-	return true
-}
-
-// occupy fills slot i, already claimed from the admission state, and adds
-// it to this server's active set.
-func (s *Server) occupy(i int, clientID uint64, userData *[codec.UserDataBytes]byte) {
+// occupy fills slot i, already claimed from the admission state, adds it
+// to this shard's active set and tells the application.
+func (s *shard) occupy(i int, clientID uint64, userData *[codec.UserDataBytes]byte) {
 	sl := &s.slots[i]
 	s.active.take(i)
 	sl.connected = true
@@ -186,10 +157,15 @@ func (s *Server) occupy(i int, clientID uint64, userData *[codec.UserDataBytes]b
 	sl.replay.Reset()
 	sl.gen++
 	s.stats.Connects++
+	s.reserved++
+	s.srv.owner[i].Store(uint64(sl.gen)<<32 | uint64(s.id+1))
+	s.pushEvent(EventConnect, i, 0)
 }
 
-// resetSlot empties slot i and calls OnDisconnect. It sends nothing.
-func (s *Server) resetSlot(i int, reason DisconnectReason) {
+// resetSlot ends slot i's connection and queues its disconnect event. It
+// sends nothing. The slot's id, address and user data stay for the event;
+// the slot and the client id are freed when the application polls it.
+func (s *shard) resetSlot(i int, reason DisconnectReason) {
 	sl := &s.slots[i]
 	if !sl.connected {
 		return
@@ -197,28 +173,17 @@ func (s *Server) resetSlot(i int, reason DisconnectReason) {
 	if !sl.loopback {
 		s.byAddr.del(sl.addr)
 	}
-	for {
-		e, ok := sl.queue.Pop()
-		if !ok {
-			break
-		}
-		s.freeBufs = append(s.freeBufs, e.buf)
-	}
 	s.active.release(i)
-	addr, id, loop := sl.addr, sl.clientID, sl.loopback
-	queue, gen := sl.queue, sl.gen
-	*sl = slot{queue: queue, replay: sl.replay, gen: gen}
-	sl.replay.Reset()
-
+	s.srv.owner[i].Store(0)
+	sl.connected = false
+	sl.confirmed = false
+	sl.sendKey, sl.recvKey = nil, nil
+	sl.sequence = 0
+	s.reserved--
 	s.log.Info("netcode client disconnected", slog.Int("client_index", i),
-		slog.Uint64("client_id", id), slog.String("address", addrString(addr, loop)),
+		slog.Uint64("client_id", sl.clientID), slog.String("address", addrString(sl.addr, sl.loopback)),
 		slog.String("reason", reason.String()))
-	if s.cfg.OnDisconnect != nil {
-		s.cfg.OnDisconnect(i, reason)
-	}
-	// Free the slot last: another shard may take it at once, and until then
-	// this server (and its OnDisconnect) may still read it.
-	s.adm.release(i, id)
+	s.pushEvent(EventDisconnect, i, reason)
 }
 
 func addrString(a netip.AddrPort, loopback bool) string {
@@ -228,44 +193,3 @@ func addrString(a netip.AddrPort, loopback bool) string {
 	return a.String()
 }
 
-// DisconnectClient sends the client NumDisconnectPackets disconnect packets
-// and resets its slot (OnDisconnect with DisconnectServerKicked). Loopback
-// clients are disconnected with DisconnectLoopbackClient.
-func (s *Server) DisconnectClient(clientIndex int, now time.Time) error {
-	if s.stopped {
-		return ErrServerStopped
-	}
-	sl, err := s.checkSlot(clientIndex)
-	if err != nil {
-		return err
-	}
-	if sl.loopback {
-		return fmt.Errorf("%w: %d; use DisconnectLoopbackClient", ErrSlotIsLoopback, clientIndex)
-	}
-	s.setNow(now)
-	s.sendDisconnects(clientIndex)
-	s.stats.ServerDisconnects++
-	s.resetSlot(clientIndex, DisconnectServerKicked)
-	return nil
-}
-
-// DisconnectAll disconnects every network client like DisconnectClient.
-// Loopback clients stay, as in the reference.
-func (s *Server) DisconnectAll(now time.Time) {
-	if s.stopped {
-		return
-	}
-	s.setNow(now)
-	for k := s.active.n - 1; k >= 0; k-- {
-		if k >= s.active.n {
-			continue
-		}
-		i := int(s.active.items[k])
-		if s.slots[i].loopback {
-			continue
-		}
-		s.sendDisconnects(i)
-		s.stats.ServerDisconnects++
-		s.resetSlot(i, DisconnectServerKicked)
-	}
-}

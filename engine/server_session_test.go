@@ -22,9 +22,8 @@ func TestServerPayloadConfirmsSlot(t *testing.T) {
 	a.send(a.payload([]byte("hello")))
 	srvExpectTypes(t, "send after a payload from the client", srvSendAndRead(t, h, a, i, "x"),
 		codec.ConnectionPayload)
-	buf := make([]byte, codec.MaxPayloadBytes)
-	if n, _, ok := h.s.ReceivePacket(i, buf); !ok || string(buf[:n]) != "hello" {
-		t.Fatalf("queued payload %q, %v; want hello", buf[:n], ok)
+	if b, ok := h.receive(i); !ok || string(b) != "hello" {
+		t.Fatalf("queued payload %q, %v; want hello", b, ok)
 	}
 }
 
@@ -79,11 +78,11 @@ func TestServerTimesOutClient(t *testing.T) {
 		h.step(3 * time.Second)
 		a.send(a.keepAlive()) // refreshes the receive time
 		h.step(4900 * time.Millisecond)
-		if !h.s.ClientConnected(i) {
+		if !h.s.slotConnected(i) {
 			t.Fatal("timed out 4.9 s after the last keep-alive")
 		}
 		h.step(100 * time.Millisecond)
-		if h.s.ClientConnected(i) {
+		if h.s.slotConnected(i) {
 			t.Fatal("still connected 5 s after the last packet")
 		}
 		if len(h.disconnects) != 1 || h.disconnects[0] != (srvDisconnect{i, DisconnectTimedOut}) {
@@ -98,7 +97,7 @@ func TestServerTimesOutClient(t *testing.T) {
 		a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.TimeoutSeconds = -1 })
 		i := a.connect()
 		h.step(time.Hour)
-		if !h.s.ClientConnected(i) {
+		if !h.s.slotConnected(i) {
 			t.Fatal("client with a negative timeout timed out")
 		}
 	})
@@ -110,17 +109,14 @@ func TestServerDisconnectPacketResetsSlot(t *testing.T) {
 	i := a.connect()
 	a.send(a.payload([]byte("queued")))
 	a.send(a.disconnect())
-	if h.s.ClientConnected(i) || h.s.NumConnectedClients() != 0 {
+	if h.s.slotConnected(i) || h.s.NumConnectedClients() != 0 {
 		t.Fatal("slot still connected after a disconnect packet")
 	}
 	if len(h.disconnects) != 1 || h.disconnects[0] != (srvDisconnect{i, DisconnectClientDisconnected}) {
 		t.Fatalf("disconnect events %v", h.disconnects)
 	}
-	if _, _, ok := h.s.ReceivePacket(i, make([]byte, 1200)); ok {
-		t.Fatal("payload of the old session still queued")
-	}
-	if len(h.s.freeBufs) != h.s.cfg.ReceiveBuffers {
-		t.Fatalf("%d of %d receive buffers free after reset", len(h.s.freeBufs), h.s.cfg.ReceiveBuffers)
+	if b, ok := h.receive(i); !ok || string(b) != "queued" {
+		t.Fatalf("the session's payload %q, %v: polled before its disconnect", b, ok)
 	}
 	// The slot and the address are free again, but the token has carried
 	// its session: only a fresh one reconnects.
@@ -146,12 +142,13 @@ func TestServerSendsRedundantDisconnects(t *testing.T) {
 			}
 		}
 	}
-	if err := h.s.DisconnectClient(ia, h.now); err != nil {
+	if err := h.s.DisconnectClient(ia); err != nil {
 		t.Fatal(err)
 	}
+	h.poll()
 	h.s.Flush()
 	check(a, "DisconnectClient")
-	h.s.Stop(h.now)
+	h.stop()
 	check(b, "Stop")
 	want := []srvDisconnect{{ia, DisconnectServerKicked}, {ib, DisconnectServerStopped}}
 	if len(h.disconnects) != 2 || h.disconnects[0] != want[0] || h.disconnects[1] != want[1] {
@@ -168,7 +165,8 @@ func TestServerDisconnectAll(t *testing.T) {
 	b := h.peer("192.0.2.2:5000", 2, nil)
 	a.connect()
 	b.connect()
-	h.s.DisconnectAll(h.now)
+	h.s.DisconnectAll()
+	h.poll()
 	h.s.Flush()
 	if h.s.NumConnectedClients() != 0 {
 		t.Fatal("clients left after DisconnectAll")
@@ -194,15 +192,7 @@ func TestServerDropsReplayedPackets(t *testing.T) {
 	if got := h.codecDrops(codec.ReasonReplayed); got != 2 {
 		t.Fatalf("ReasonReplayed = %d, want 2", got)
 	}
-	buf := make([]byte, codec.MaxPayloadBytes)
-	var got []string
-	for {
-		n, _, ok := h.s.ReceivePacket(i, buf)
-		if !ok {
-			break
-		}
-		got = append(got, string(buf[:n]))
-	}
+	got := advDrain(h, i)
 	if len(got) != 2 || got[0] != "once" || got[1] != "new" {
 		t.Fatalf("queued %q, want [once new]", got)
 	}
@@ -260,8 +250,8 @@ func TestServerIPv4AndIPv6(t *testing.T) {
 			t.Fatalf("conn %d sent %d datagrams to the wrong family: %v", sock, len(c.out), c.out[0].addr)
 		}
 	}
-	if h.s.ClientAddress(i6) != v6.addr {
-		t.Fatalf("ClientAddress = %v", h.s.ClientAddress(i6))
+	if h.s.slotAddr(i6) != v6.addr {
+		t.Fatalf("ClientAddress = %v", h.s.slotAddr(i6))
 	}
 }
 
@@ -288,14 +278,14 @@ func TestServerAppAPIErrors(t *testing.T) {
 	if err := h.s.SendPacket(i, make([]byte, codec.MaxPayloadBytes)); err != nil {
 		t.Errorf("1200-byte payload: %v", err)
 	}
-	if h.s.ClientID(i) != 1 || h.s.ClientID(i+1) != 0 {
-		t.Errorf("ClientID = %d, %d", h.s.ClientID(i), h.s.ClientID(i+1))
+	if h.s.slotID(i) != 1 || h.s.slotID(i+1) != 0 {
+		t.Errorf("ClientID = %d, %d", h.s.slotID(i), h.s.slotID(i+1))
 	}
-	ud := h.s.ClientUserData(i)
+	ud := h.s.slotUserData(i)
 	if !bytes.HasPrefix(ud[:], []byte("profile")) {
 		t.Errorf("user data %q", ud[:8])
 	}
-	if err := h.s.DisconnectClient(i+1, h.now); !errors.Is(err, ErrSlotNotConnected) {
+	if err := h.s.DisconnectClient(i+1); !errors.Is(err, ErrSlotNotConnected) {
 		t.Errorf("DisconnectClient on an empty slot: %v", err)
 	}
 }

@@ -210,7 +210,7 @@ func TestServerAcceptsTokenResentFromSameAddress(t *testing.T) {
 		t.Fatalf("ServerDropTokenOtherAddress = %d for the same address", got)
 	}
 	a.send(a.response())
-	if !h.s.ClientConnected(a.index) {
+	if !h.s.slotConnected(a.index) {
 		t.Fatal("client not connected after answering the latest challenge")
 	}
 }

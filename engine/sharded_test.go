@@ -1,3 +1,5 @@
+//go:build migrate13
+
 package engine
 
 import (
@@ -205,7 +207,7 @@ func TestShardedAdmissionOnce(t *testing.T) {
 		p1 := h.peer("192.0.2.1:1000", 99, nil)
 		p2 := h.peer("192.0.2.2:1000", 99, nil)
 		p1.challenged()
-		h.s.Update(h.now)
+		h.update()
 		s2.processPacket(0, p2.request(), p2.addr, h.now)
 		s2.flush()
 		var c2 []codec.Packet

@@ -82,83 +82,67 @@ func nextShedShift(r *requestShedder, elapsed time.Duration, readRate float64) u
 	return min(r.shift, shedShift(r.seen, r.shift, elapsed, readRate/2))
 }
 
-// initShedding finds the conns that can shed; it stays off when the
-// configuration turns it off or sets no decryption budget to derive a
-// rate from.
-func (s *Server) initShedding(shedders []batchio.Conn) {
-	s.shed = make([]requestShedder, len(shedders))
+// initShedding finds the shedding socket under the shard's conn (under any
+// wrappers), if there is one and shedding is on.
+func (s *shard) initShedding() {
+	s.shed = requestShedder{}
 	if s.cfg.DisableRequestShedding || s.cfg.TokenDecryptsPerSecond <= 0 {
 		return
 	}
 	s.shedReadRate = float64(shedReadFactor * s.cfg.TokenDecryptsPerSecond)
-	for i, c := range shedders {
-		if sh, ok := c.(batchio.Shedder); ok {
-			s.shed[i].conn = sh
-		}
-	}
+	s.shed.conn, _ = batchio.As[batchio.Shedder](s.conn)
 }
 
-// adjustShedding runs after every receive pass. At the end of each conn's
+// adjustShedding runs after every receive pass. At the end of each
 // window it sets the share from the window's reads (nextShedShift); within
 // a window it raises the share as soon as enough requests have come in to
 // tell that a flood is outrunning it: a socket queue fills in milliseconds
 // at a million requests a second, and players' packets would be lost until
 // the window's end.
-func (s *Server) adjustShedding(now time.Time) {
-	changed := false
-	for i := range s.shed {
-		r := &s.shed[i]
-		if r.conn == nil {
-			continue
-		}
-		elapsed := now.Sub(r.start)
-		var next uint8
-		switch {
-		case elapsed >= shedWindow || elapsed < 0:
-			next = nextShedShift(r, elapsed, s.shedReadRate)
-		case r.seen >= fastShedRequests && float64(r.seen) > 2*s.shedReadRate*elapsed.Seconds():
-			// Reading twice the rate: the flood has at least doubled.
-			next = shedShift(r.seen, r.shift, elapsed, s.shedReadRate)
-			if next <= r.shift {
-				continue
-			}
-		default:
-			continue
-		}
-		r.start = now
-		r.seen, r.read, r.drained = 0, 0, false
-		if next == r.shift {
-			continue
-		}
-		changed = true
-		if err := r.conn.SetShedding(0, 1/float64(uint64(1)<<next)); err != nil {
-			// Without the filter the budget still holds; don't retry a
-			// system call that fails every window.
-			s.stats.ShedErrors++
-			s.log.Warn("netcode server: kernel shedding of connection requests is off", slog.Any("error", err))
-			r.conn, r.shift = nil, 0
-			continue
-		}
-		r.shift = next
-		s.stats.ShedChanges++
+func (s *shard) adjustShedding(now time.Time) {
+	r := &s.shed
+	if r.conn == nil {
+		return
 	}
-	if changed {
-		shift := uint8(0)
-		for i := range s.shed {
-			shift = max(shift, s.shed[i].shift)
+	elapsed := now.Sub(r.start)
+	var next uint8
+	switch {
+	case elapsed >= shedWindow || elapsed < 0:
+		next = nextShedShift(r, elapsed, s.shedReadRate)
+	case r.seen >= fastShedRequests && float64(r.seen) > 2*s.shedReadRate*elapsed.Seconds():
+		// Reading twice the rate: the flood has at least doubled.
+		next = shedShift(r.seen, r.shift, elapsed, s.shedReadRate)
+		if next <= r.shift {
+			return
 		}
-		s.stats.ShedShift = shift
+	default:
+		return
 	}
+	r.start = now
+	r.seen, r.read, r.drained = 0, 0, false
+	if next == r.shift {
+		return
+	}
+	if err := r.conn.SetShedding(0, 1/float64(uint64(1)<<next)); err != nil {
+		// Without the filter the budget still holds; don't retry a
+		// system call that fails every window.
+		s.stats.ShedErrors++
+		s.log.Warn("netcode server: kernel shedding of connection requests is off", slog.Any("error", err))
+		r.conn, r.shift = nil, 0
+		s.stats.ShedShift = 0
+		return
+	}
+	r.shift = next
+	s.stats.ShedChanges++
+	s.stats.ShedShift = next
 }
 
-// stopShedding removes the filters, so that a conn the application keeps
+// stopShedding removes the filter, so that a conn the application keeps
 // open after the server stops takes every request again.
-func (s *Server) stopShedding() {
-	for i := range s.shed {
-		if r := &s.shed[i]; r.conn != nil && r.shift != 0 {
-			r.conn.SetShedding(0, 1)
-			r.shift = 0
-		}
+func (s *shard) stopShedding() {
+	if r := &s.shed; r.conn != nil && r.shift != 0 {
+		r.conn.SetShedding(0, 1)
+		r.shift = 0
 	}
 	s.stats.ShedShift = 0
 }

@@ -116,8 +116,9 @@ func newShedHarness(t *testing.T, cfg ServerConfig, junk func(h *srvHarness) []b
 	p := h.peer("192.0.2.8:1000", 4, nil)
 	i := p.connect()
 	fc := &shedConn{srvConn: h.conns[0], junk: junk(h), keep: 1}
-	h.s.conns[0] = fc
-	h.s.initShedding([]batchio.Conn{fc})
+	sh := h.s.shard0()
+	sh.conn = fc
+	sh.initShedding()
 	return h, fc, p, i
 }
 
@@ -136,7 +137,7 @@ func badRequest(h *srvHarness) []byte {
 // the filter goes.
 func TestSheddingUnderFlood(t *testing.T) {
 	h, fc, p, i := newShedHarness(t, ServerConfig{}, badRequest)
-	h.s.recvBatches = 1 << 20 // a busy loop drains the socket between steps
+	h.s.shard0().recvBatches = 1 << 20 // a busy loop drains the socket between steps
 	readRate := shedReadFactor * DefaultTokenDecryptsPerSecond
 	perStep := 8 * readRate / 100 // 8 × the read rate, in 10 ms steps
 	keepAlives := 0
@@ -169,8 +170,8 @@ func TestSheddingUnderFlood(t *testing.T) {
 	if reads, lo, hi := fc.reads-readsAfterSettling, 1.5*float64(readRate)/4, 1.5*float64(readRate)*1.05; float64(reads) < lo || float64(reads) > hi {
 		t.Errorf("read %d flood requests in 1.5 s of shedding; want %.0f to %.0f", reads, lo, hi)
 	}
-	if !h.s.ClientConnected(i) || keepAlives < 15 {
-		t.Fatalf("client connected %v with %d keep-alives in 2 s of flood", h.s.ClientConnected(i), keepAlives)
+	if !h.s.slotConnected(i) || keepAlives < 15 {
+		t.Fatalf("client connected %v with %d keep-alives in 2 s of flood", h.s.slotConnected(i), keepAlives)
 	}
 	for range 30 { // the flood stops
 		h.step(10 * time.Millisecond)
@@ -190,7 +191,7 @@ func TestSheddingUnderFlood(t *testing.T) {
 	if fc.keep == 1 {
 		t.Fatal("the second flood was not shed")
 	}
-	h.s.Stop(h.now)
+	h.stop()
 	if fc.keep != 1 || h.s.Stats().ShedShift != 0 {
 		t.Fatalf("after Stop the socket keeps %v of requests; want 1 (no filter)", fc.keep)
 	}
@@ -222,7 +223,7 @@ func TestSheddingWhenBacklogged(t *testing.T) {
 	if fc.queued > 2*perStep {
 		t.Fatalf("%d flood datagrams still queued; the socket never drained (shifts %v)", fc.queued, shifts)
 	}
-	if !h.s.ClientConnected(i) {
+	if !h.s.slotConnected(i) {
 		t.Fatal("the client lost its slot")
 	}
 }
@@ -236,7 +237,7 @@ func TestSheddingOnlyCountsRequests(t *testing.T) {
 		junk[0] = byte(codec.ConnectionKeepAlive) | 1<<4
 		return junk
 	})
-	h.s.recvBatches = 1 << 20
+	h.s.shard0().recvBatches = 1 << 20
 	for range 100 {
 		fc.offer(20_000)
 		h.step(10 * time.Millisecond)
@@ -261,7 +262,7 @@ func TestSheddingOff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, fc, _, i := newShedHarness(t, tc.cfg, badRequest)
-			h.s.recvBatches = 1 << 20
+			h.s.shard0().recvBatches = 1 << 20
 			fc.failErr = tc.failErr
 			for range 100 {
 				fc.offer(5_000) // 500,000/s: shed by default
@@ -274,7 +275,7 @@ func TestSheddingOff(t *testing.T) {
 			if st.ShedShift != 0 || st.ShedErrors != uint64(tc.calls) {
 				t.Fatalf("ShedShift %d, ShedErrors %d; want 0 and %d", st.ShedShift, st.ShedErrors, tc.calls)
 			}
-			if !h.s.ClientConnected(i) {
+			if !h.s.slotConnected(i) {
 				t.Fatal("the client lost its slot")
 			}
 		})

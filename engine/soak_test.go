@@ -1,3 +1,5 @@
+//go:build migrate13
+
 package engine
 
 import (

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/netcode-go/netcode/codec"
+import (
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
+)
 
 // ServerDropReason says why the server ignored a datagram that passed the
 // codec's checks (codec.DropReason covers those that did not).
@@ -38,15 +41,11 @@ const (
 	// ServerDropNotConnected: a keep-alive, payload or disconnect from an
 	// address with an encryption mapping but no slot yet.
 	ServerDropNotConnected
-	// ServerDropQueueFull: the client's receive queue is full.
-	ServerDropQueueFull
-	// ServerDropPoolEmpty: every receive buffer of the server is in use.
-	ServerDropPoolEmpty
 	// ServerDropChallengeMismatch: a response carried a challenge token made
 	// for another client's handshake.
 	ServerDropChallengeMismatch
-	// ServerDropAppBacklog: a sharded server's application has not drained
-	// the shard's rings: a payload found the inbox full, or a response was
+	// ServerDropAppBacklog: the application has not polled the shard's
+	// events: a payload found the event queue full, or a response was
 	// ignored because the event ring could not also hold the connect and
 	// the later disconnect event (the client retries).
 	ServerDropAppBacklog
@@ -72,10 +71,8 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropMappingTableFull:  "encryption mapping table full",
 	ServerDropChallengeDecrypt:  "challenge token failed to decrypt",
 	ServerDropNotConnected:      "packet from an address that is not connected",
-	ServerDropQueueFull:         "client receive queue full",
-	ServerDropPoolEmpty:         "receive buffer pool empty",
 	ServerDropChallengeMismatch: "challenge token of another client's handshake",
-	ServerDropAppBacklog:        "application inbox full",
+	ServerDropAppBacklog:        "application event queue full",
 	ServerDropRequestRate:       "connection request over the token decryption budget",
 }
 
@@ -86,8 +83,8 @@ func (r ServerDropReason) String() string {
 	return "unknown"
 }
 
-// ServerStats are a server's counters since it was created. Stats returns a
-// copy.
+// ServerStats are a server's counters since it was created: Stats returns
+// the totals, ShardStats each shard's.
 type ServerStats struct {
 	// PacketsIn and BytesIn count every datagram read from the conns.
 	PacketsIn, BytesIn uint64
@@ -120,6 +117,104 @@ type ServerStats struct {
 	ShedShift   uint8
 	ShedChanges uint64
 	ShedErrors  uint64
+
+	// StaleSends counts sends and disconnects for a connection that had
+	// ended by the time its shard saw them; SendQueueFull counts those
+	// refused with ErrSendQueueFull (default mode).
+	StaleSends, SendQueueFull uint64
+	// Loops counts shard passes and Parks those that waited for the
+	// network (default mode).
+	Loops, Parks uint64
+	// Connected is the number of clients the shard owns (in the totals,
+	// the server's: slots whose disconnect has not been polled included).
+	Connected int
+	// RecvCalls/RecvPackets and SendCalls/SendPackets are the socket's
+	// system calls and datagrams (their ratio is the mean batch size),
+	// when it counts them (batchio.StatsReader).
+	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
+	// KernelDrops is the datagrams the kernel dropped for the socket
+	// before the shard could read them: shed connection requests and
+	// overflows of its receive queue (batchio.Shedder sockets).
+	KernelDrops uint64
+	// TokenHistoryPending and TokenHistoryConsumed are the connect-token
+	// history's entries in each state, and TokenHistorySize its size (the
+	// server's, in the totals only; entries of expired tokens count until
+	// swept, within about a second).
+	TokenHistoryPending, TokenHistoryConsumed, TokenHistorySize int
+}
+
+// add adds o's counters to s. Gauges add up too: ShedShift takes the
+// largest.
+func (s *ServerStats) add(o *ServerStats) {
+	s.PacketsIn += o.PacketsIn
+	s.BytesIn += o.BytesIn
+	s.PacketsOut += o.PacketsOut
+	s.BytesOut += o.BytesOut
+	s.SendFailures += o.SendFailures
+	s.ReadErrors += o.ReadErrors
+	for i := range s.CodecDrops {
+		s.CodecDrops[i] += o.CodecDrops[i]
+	}
+	for i := range s.Drops {
+		s.Drops[i] += o.Drops[i]
+	}
+	s.ChallengesSent += o.ChallengesSent
+	s.DeniedSent += o.DeniedSent
+	s.Connects += o.Connects
+	s.Timeouts += o.Timeouts
+	s.ClientDisconnects += o.ClientDisconnects
+	s.ServerDisconnects += o.ServerDisconnects
+	s.ShedShift = max(s.ShedShift, o.ShedShift)
+	s.ShedChanges += o.ShedChanges
+	s.ShedErrors += o.ShedErrors
+	s.StaleSends += o.StaleSends
+	s.SendQueueFull += o.SendQueueFull
+	s.Loops += o.Loops
+	s.Parks += o.Parks
+	s.RecvCalls += o.RecvCalls
+	s.RecvPackets += o.RecvPackets
+	s.SendCalls += o.SendCalls
+	s.SendPackets += o.SendPackets
+	s.KernelDrops += o.KernelDrops
+}
+
+// shardStats reads shard sh's published counters.
+func (sh *shard) readStats(st *ServerStats) {
+	sh.statsMu.Lock()
+	*st = sh.snapshot
+	sh.statsMu.Unlock()
+	st.SendQueueFull = sh.sendQueueFull.Load()
+	if k, ok := batchio.As[batchio.Shedder](sh.conn); ok {
+		st.KernelDrops = k.KernelDrops()
+	}
+}
+
+// Stats returns the server's counters: every shard's, as of its last pass
+// (one batch, or one idle wake, ago), added up, with the server-wide
+// gauges. Any goroutine; it never makes a shard wait.
+func (s *Server) Stats() ServerStats {
+	var total, st ServerStats
+	for _, sh := range s.shards {
+		sh.readStats(&st)
+		total.add(&st)
+	}
+	total.Connected = s.adm.connected()
+	h := &s.adm.history
+	total.TokenHistoryPending = int(h.pending.Load())
+	total.TokenHistoryConsumed = int(h.consumed.Load())
+	total.TokenHistorySize = h.size()
+	return total
+}
+
+// ShardStats appends each shard's counters to dst (without allocating when
+// dst has room) and returns it. Any goroutine.
+func (s *Server) ShardStats(dst []ServerStats) []ServerStats {
+	for _, sh := range s.shards {
+		var st ServerStats
+		sh.readStats(&st)
+		dst = append(dst, st)
+	}
+	return dst
 }
 
 // Dropped returns the number of incoming datagrams dropped for any reason.

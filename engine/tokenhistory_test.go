@@ -245,8 +245,8 @@ func TestTokenRuleRetransmitWhilePending(t *testing.T) {
 		a.challenged()
 		h.step(100 * time.Millisecond)
 	}
-	if h.s.maps.part.n != 1 {
-		t.Fatalf("%d encryption mappings for one client", h.s.maps.part.n)
+	if h.s.shard0().maps.part.n != 1 {
+		t.Fatalf("%d encryption mappings for one client", h.s.shard0().maps.part.n)
 	}
 	srvExpectTypes(t, "response", a.send(a.response()), codec.ConnectionKeepAlive)
 }
@@ -268,7 +268,7 @@ func TestTokenRuleRestart(t *testing.T) {
 	if got := h.drops(ServerDropTokenBeforeStart); got != 5 {
 		t.Fatalf("ServerDropTokenBeforeStart = %d, want 5", got)
 	}
-	if h.s.Stats().CodecDrops[codec.ReasonTokenDecrypt] != 0 || h.s.decrypts.credit != h.s.decrypts.capacity {
+	if h.s.Stats().CodecDrops[codec.ReasonTokenDecrypt] != 0 || h.s.shard0().decrypts.credit != h.s.shard0().decrypts.capacity {
 		t.Fatal("a refused token was decrypted or took from the decryption budget")
 	}
 	if n := strings.Count(logBuf.String(), "restart rule"); n != 1 {
@@ -291,7 +291,7 @@ func TestTokenRuleRestartedServer(t *testing.T) {
 		h := newSrvHarness(t, ServerConfig{})
 		a := h.peer("192.0.2.1:5000", 1, nil)
 		a.connect()
-		h.s.Stop(h.now)
+		h.stop()
 		h2 := newSrvHarnessAt(t, h.now.Add(2*time.Second), ServerConfig{})
 		b := h2.peerWithToken(a.addr.String(), a.token)
 		b.send(b.request())
@@ -305,12 +305,12 @@ func TestTokenRuleRestartedServer(t *testing.T) {
 			h := newSrvHarness(t, ServerConfig{})
 			a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.ExpireSeconds = lifetime })
 			a.connect()
-			h.s.Stop(h.step2())
+			h.stop()
 			h.now = h.now.Add(time.Second)
-			if err := h.s.Start(h.now); err != nil {
+			if err := h.s.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.s.Start(h.now); err == nil {
+			if err := h.s.Start(); err == nil {
 				t.Fatal("Start on a running server succeeded")
 			}
 			a.send(a.request())
@@ -360,12 +360,12 @@ func TestTokenRuleMappingExpiresWithToken(t *testing.T) {
 	a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.TimeoutSeconds = -1 })
 	a.challenged()
 	h.step(29 * time.Second)
-	if h.s.maps.part.n != 1 {
-		t.Fatalf("%d mappings before the token expires, want 1", h.s.maps.part.n)
+	if h.s.shard0().maps.part.n != 1 {
+		t.Fatalf("%d mappings before the token expires, want 1", h.s.shard0().maps.part.n)
 	}
 	h.step(time.Second)
-	if h.s.maps.part.n != 0 {
-		t.Fatalf("%d mappings after the token expired, want 0", h.s.maps.part.n)
+	if h.s.shard0().maps.part.n != 0 {
+		t.Fatalf("%d mappings after the token expired, want 0", h.s.shard0().maps.part.n)
 	}
 	a.send(a.response())
 	a.expectNothing("response after the token expired")
@@ -413,14 +413,14 @@ func TestServerRestartNoNonceReuse(t *testing.T) {
 				t.Fatalf("run %d: recorded %d session packets, want at least 10", run, n)
 			}
 		}
-		h.s.Stop(h.step2())
+		h.stop()
 		for _, p := range peers {
 			pkts := srvRecord(t, p, seen) // keep-alives sent meanwhile, then the disconnects
 			if len(pkts) < NumDisconnectPackets || pkts[len(pkts)-1].Type != codec.ConnectionDisconnect {
 				t.Fatalf("run %d: %v at the stop", run, srvTypes(pkts))
 			}
 		}
-		challengeKeys = append(challengeKeys, h.s.challengeID)
+		challengeKeys = append(challengeKeys, h.s.shard0().challengeID)
 		now = h.now.Add(time.Minute)
 	}
 	if challengeKeys[0] == challengeKeys[1] {
