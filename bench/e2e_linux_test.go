@@ -20,19 +20,15 @@ const testProtocolID = 0x1122334455667788
 // it and waits for its goroutine.
 func startTestEcho(t *testing.T, key []byte, maxClients int) (*EchoServer, netip.AddrPort) {
 	t.Helper()
-	conn, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEchoServer(EchoConfig{Server: engine.ServerConfig{
-		ProtocolID: testProtocolID, PrivateKey: key, MaxClients: maxClients,
+	srv, err := engine.Listen(engine.ServerConfig{
+		ProtocolID: testProtocolID, PrivateKey: key, MaxClients: maxClients, Shards: 1,
 		// Room for the handshake load's fresh token per reconnect.
 		TokenHistorySize: 1 << 16,
-	}}, conn)
+	}, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
-		conn.Close()
 		t.Fatal(err)
 	}
+	e := NewEchoServer(srv, EchoConfig{})
 	done := make(chan error, 1)
 	go func() { done <- e.Run() }()
 	t.Cleanup(func() {
@@ -40,9 +36,8 @@ func startTestEcho(t *testing.T, key []byte, maxClients int) (*EchoServer, netip
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-		conn.Close()
 	})
-	return e, conn.LocalAddr()
+	return e, srv.LocalAddrs()[0]
 }
 
 func testKey(t *testing.T) []byte {

@@ -47,8 +47,11 @@ var (
 // and the loopback calls belong to the same goroutine. These calls
 // allocate nothing and, in the default mode, take no lock: they talk to
 // the shards through single-producer rings. Stats, ShardStats,
-// NumConnectedClients, MaxClients, PublicAddresses, LocalAddrs, Stop, Start
-// and Close may be called from any goroutine.
+// NumConnectedClients, MaxClients, PublicAddresses and LocalAddrs may be
+// called from any goroutine, and so may Stop, Start and Close in the
+// default mode (in manual mode they belong to the goroutine that drives
+// Update). After Stop or Close, Poll delivers the disconnect events, and
+// a slot is free again once its disconnect event has been polled.
 //
 // Sends are queued, not sent at once as in the reference: in the default
 // mode the owning shard seals and sends them on its next pass (at once if
@@ -71,10 +74,11 @@ type Server struct {
 	ev     Event       // reused by Poll so that it does not allocate
 	timer  *time.Timer // reused by Wait
 
-	// Lifecycle, under mu: stopped between Stop and Start, closed after
-	// Close. startedAt is the current run's start.
+	// Lifecycle, changed under mu: stopped between Stop and Start, closed
+	// after Close (read without it by the application calls). startedAt is
+	// the current run's start.
 	mu        sync.Mutex
-	stopped   bool
+	stopped   atomic.Bool
 	closed    atomic.Bool
 	startedAt time.Time
 	wg        sync.WaitGroup
@@ -184,7 +188,7 @@ func (s *Server) start() error {
 		}
 	}
 	s.startedAt = now
-	s.stopped = false
+	s.stopped.Store(false)
 	s.log.Info("netcode server started",
 		slog.Any("public", s.cfg.PublicAddresses), slog.Int("shards", len(s.shards)),
 		slog.Int("max_clients", len(s.slots)), slog.Uint64("protocol_id", s.cfg.ProtocolID),
@@ -218,10 +222,9 @@ func (s *Server) Stop() error {
 }
 
 func (s *Server) stop() {
-	if s.stopped {
+	if s.stopped.Swap(true) {
 		return
 	}
-	s.stopped = true
 	if s.cfg.Manual {
 		now := s.cfg.Clock()
 		for _, sh := range s.shards {
@@ -251,7 +254,7 @@ func (s *Server) Start() error {
 	switch {
 	case s.closed.Load():
 		return ErrServerStopped
-	case !s.stopped:
+	case !s.stopped.Load():
 		return errors.New("netcode: Start: the server is running; Stop it first")
 	}
 	return s.start()
@@ -418,7 +421,7 @@ func (s *Server) SendPacket(clientIndex int, payload []byte) error {
 	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
 		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
 	}
-	if s.stopped {
+	if s.stopped.Load() {
 		return ErrServerStopped
 	}
 	sh, gen, err := s.route(clientIndex)
@@ -439,7 +442,7 @@ func (s *Server) Broadcast(payload []byte) error {
 	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
 		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
 	}
-	if s.stopped {
+	if s.stopped.Load() {
 		return ErrServerStopped
 	}
 	var errs []error
@@ -458,7 +461,7 @@ func (s *Server) Broadcast(payload []byte) error {
 // (DisconnectServerKicked) comes through Poll. Loopback clients leave
 // through DisconnectLoopbackClient. Application goroutine only.
 func (s *Server) DisconnectClient(clientIndex int) error {
-	if s.stopped {
+	if s.stopped.Load() {
 		return ErrServerStopped
 	}
 	sh, gen, err := s.route(clientIndex)
@@ -479,7 +482,7 @@ func (s *Server) DisconnectClient(clientIndex int) error {
 // DisconnectAll disconnects every network client like DisconnectClient.
 // Loopback clients stay, as in the reference. Application goroutine only.
 func (s *Server) DisconnectAll() error {
-	if s.stopped {
+	if s.stopped.Load() {
 		return ErrServerStopped
 	}
 	var errs []error

@@ -218,7 +218,7 @@ type mark struct {
 	c       bench.EchoCounters
 }
 
-func takeMark(e echoRunner) mark {
+func takeMark(e *bench.EchoServer) mark {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var ru unix.Rusage

@@ -40,23 +40,25 @@ type options struct {
 	rate     float64
 	size     int
 	duration time.Duration
-	step     time.Duration
-	connect  time.Duration
-	shards   int
-	batch    int
-	recv     string
-	ipv6     bool
-	jsonPath string
-	hgrmPath string
-	plotPath string
-	keyHex   string
-	protoHex string
-	sweep    bool
-	mode     string
-	serve    string
-	target   string
-	label    string
-	quiet    bool
+	// durationSet: -duration was given (-serve then stops after it).
+	durationSet bool
+	step        time.Duration
+	connect     time.Duration
+	shards      int
+	batch       int
+	recv        string
+	ipv6        bool
+	jsonPath    string
+	hgrmPath    string
+	plotPath    string
+	keyHex      string
+	protoHex    string
+	sweep       bool
+	mode        string
+	serve       string
+	target      string
+	label       string
+	quiet       bool
 
 	child      bool
 	serverCPUs string
@@ -113,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
 	fs.Var(durationValue{&o.step}, "step", "measurement time of each -sweep step")
 	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
-	fs.IntVar(&o.shards, "shards", 1, "server shards: 0 runs the single-loop engine.Server, N runs an engine.ShardedServer with N SO_REUSEPORT sockets and goroutines")
+	fs.IntVar(&o.shards, "shards", 1, "server shards: N runs the engine.Server with N SO_REUSEPORT sockets and shard goroutines; 0 runs it in manual mode (one socket, driven by the application goroutine)")
 	fs.IntVar(&o.batch, "batch", 64, "server socket batch size (datagrams per system call, 1 to 1024)")
 	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block, xnet or single")
 	fs.BoolVar(&o.gso, "gso", true, "server sends runs of datagrams to one client with UDP GSO (mmsg and block modes)")
@@ -130,7 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
 	fs.BoolVar(&o.floodGSO, "flood-gso", true, "the flooder sends with UDP GSO, several times the requests per second of sendmmsg from one core")
 	fs.StringVar(&o.floodPriority, "flood-priority", "idle", "scheduling of the flood thread: idle (SCHED_IDLE: it takes only the CPU time the load generator leaves on its core) or normal (it competes with the load generator)")
-	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted")
+	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted, or for -duration if given")
 	fs.StringVar(&o.target, "target", "", "load an already running server at `ADDR` instead of starting one")
 	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
@@ -154,6 +156,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(f *flag.Flag) { o.durationSet = o.durationSet || f.Name == "duration" })
 	o.files = fs.Args()
 	return o, o.check()
 }

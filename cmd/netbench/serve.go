@@ -18,35 +18,28 @@ import (
 	"github.com/netcode-go/netcode/engine"
 )
 
-// echoRunner is the echo server of either kind: the single-loop
-// engine.Server (bench.EchoServer, -shards 0) or the sharded one
-// (bench.ShardedEcho, -shards N).
-type echoRunner interface {
-	Run() error
-	Stop()
-	Counters() bench.EchoCounters
-	DropReasons() map[string]uint64
-	MaxClients() int
-}
-
 // echoServer is a running echo server and what the reports need of its
 // sockets.
 type echoServer struct {
-	echo  echoRunner
+	echo  *bench.EchoServer
 	addr  netip.AddrPort
 	mode  batchio.RecvMode
 	batch int
-	conn  *batchio.MmsgConn // the single-loop server's socket; nil when sharded
 	done  chan error
 }
 
+// startEchoServer starts the echo server: -shards N sockets and shard
+// goroutines (the default mode), or with -shards 0 one socket driven by
+// the application goroutine (the manual mode).
 func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch,
 		GSO: o.gso && (o.recvMode == batchio.RecvMmsg || o.recvMode == batchio.RecvBlock)}
-	server := engine.ServerConfig{
+	cfg := engine.ServerConfig{
 		ProtocolID: o.protocolID,
 		PrivateKey: o.key,
 		MaxClients: o.clients,
+		Manual:     o.shards == 0,
+		Shards:     max(o.shards, 1),
 		// Validated by the engine, which names the allowed range.
 		TokenDecryptsPerSecond: o.decryptRate,
 		DisableRequestShedding: o.noShed,
@@ -54,42 +47,21 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 	if o.mode == "handshake" {
 		// Every handshake uses a fresh token, and the history keeps each
 		// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
-		server.TokenHistorySize = 1 << 20
+		cfg.TokenHistorySize = 1 << 20
 	}
-	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
-	if o.shards > 0 {
-		echo, err := bench.NewShardedEcho(engine.ShardedConfig{
-			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock, DisableGSO: !o.gso,
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.echo, s.addr = echo, echo.Server().LocalAddrs()[0]
-	} else {
-		conn, err := batchio.ListenMmsg(addr, sock)
-		if err != nil {
-			return nil, err
-		}
-		// Enough buffers for every client to have a burst queued.
-		server.ReceiveBuffers = min(max(16*o.clients, 4096), 1<<20)
-		echo, err := bench.NewEchoServer(bench.EchoConfig{Server: server, LockOSThread: o.recvMode == batchio.RecvBlock}, conn)
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
-		s.echo, s.conn, s.addr = echo, conn, conn.LocalAddr()
+	srv, err := engine.Listen(cfg, sock, addr)
+	if err != nil {
+		return nil, err
 	}
+	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1), addr: srv.LocalAddrs()[0],
+		echo: bench.NewEchoServer(srv, bench.EchoConfig{Manual: cfg.Manual, LockOSThread: cfg.Manual && o.recvMode == batchio.RecvBlock})}
 	go func() { s.done <- s.echo.Run() }()
 	return s, nil
 }
 
 func (s *echoServer) close() error {
 	s.echo.Stop()
-	err := <-s.done
-	if s.conn != nil {
-		s.conn.Close()
-	}
-	return err
+	return <-s.done
 }
 
 // runServe is -serve ADDR: the echo server alone, until interrupted, with
@@ -110,15 +82,18 @@ func runServe(o *options) error {
 	defer signal.Stop(sig)
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
+	var stop <-chan time.Time // -duration, if given
+	if o.durationSet {
+		stop = time.After(o.duration)
+	}
 	last, lastAt := srv.echo.Counters(), time.Now()
 	for {
 		select {
 		case <-sig:
 			return srv.close()
+		case <-stop:
+			return srv.close()
 		case err := <-srv.done:
-			if srv.conn != nil {
-				srv.conn.Close()
-			}
 			return err
 		case now := <-t.C:
 			c := srv.echo.Counters()
