@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // admission is the server state that must be global when several shards
@@ -13,10 +14,13 @@ import (
 // mutex; payload, keep-alive and disconnect packets never do. A single
 // Server has its own, uncontended.
 type admission struct {
-	mu      sync.Mutex
-	byID    oaTable[uint64] // client id -> slot
-	history tokenHistory
-	slots   partition // connected slots first, then free ones
+	// draining: the server admits no one (Drain); requests and responses
+	// are answered as a full server answers them.
+	draining atomic.Bool
+	mu       sync.Mutex
+	byID     oaTable[uint64] // client id -> slot
+	history  tokenHistory
+	slots    partition // connected slots first, then free ones
 }
 
 func newAdmission(maxClients, historySize int) *admission {
@@ -58,8 +62,11 @@ func (a *admission) sweepHistory(now uint64) {
 // swept whole every time.
 const historySweepMin = 256
 
-// full reports whether every slot is taken.
+// full reports whether every slot is taken, or the server is draining.
 func (a *admission) full() bool {
+	if a.draining.Load() {
+		return true
+	}
 	a.mu.Lock()
 	f := a.slots.full()
 	a.mu.Unlock()
@@ -94,7 +101,7 @@ func (a *admission) claim(id uint64, entry int32, mac tokenMAC, now uint64) (int
 	if _, ok := a.byID.get(id); ok {
 		return -1, claimIDConnected
 	}
-	if a.slots.full() {
+	if a.slots.full() || a.draining.Load() {
 		return -1, claimFull
 	}
 	if !a.history.consume(entry, mac, now) {

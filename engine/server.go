@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -276,6 +277,68 @@ func (s *Server) Close() error {
 	}
 	s.owned = nil
 	return errors.Join(errs...)
+}
+
+// Drain stops admitting clients: from now on connection requests and
+// responses are answered as a full server answers them (connection
+// denied), Ready reports false, and the clients already connected play
+// on. Any goroutine in the default mode. Shutdown drains and then closes.
+func (s *Server) Drain() {
+	if !s.adm.draining.Swap(true) {
+		s.log.Info("netcode server draining", slog.Int("connected", s.NumConnectedClients()))
+	}
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.adm.draining.Load() }
+
+// Ready reports whether the server serves and admits clients: it is
+// running (not stopped, closed or draining).
+func (s *Server) Ready() bool {
+	return !s.closed.Load() && !s.stopped.Load() && !s.adm.draining.Load()
+}
+
+// Live reports whether every shard has made progress within stall of now
+// (a shard passes at least every timerScanInterval, 10 ms, when idle; in
+// manual mode, when the application calls Update). A stopped server is
+// not live.
+func (s *Server) Live(stall time.Duration) bool {
+	if s.stopped.Load() {
+		return false
+	}
+	now := time.Now().UnixNano()
+	for _, sh := range s.shards {
+		if now-sh.lastPass.Load() > int64(stall) {
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown drains the server gracefully: it stops admitting (Drain), lets
+// the connected clients play on until every one has left or ctx is done,
+// then closes the server, which disconnects whoever is left with redundant
+// disconnect packets. It returns when the server is closed and its
+// goroutines have exited; the error is Close's. The application goroutine
+// must keep polling meanwhile (a slot frees when its disconnect event is
+// polled). Default mode only: a manual-mode server is drained by its own
+// loop (Drain, then Close).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.cfg.Manual {
+		return ErrManualOnly
+	}
+	s.Drain()
+	tick := time.NewTicker(timerScanInterval)
+	defer tick.Stop()
+	for s.NumConnectedClients() > 0 && !s.closed.Load() {
+		select {
+		case <-ctx.Done():
+			s.log.Info("netcode server drain: grace period over", slog.Int("disconnecting", s.NumConnectedClients()))
+			return s.Close()
+		case <-tick.C:
+		}
+	}
+	return s.Close()
 }
 
 // Update drives a manual-mode server: every shard reads what is waiting on

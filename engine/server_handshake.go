@@ -258,10 +258,14 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 		s.sendDeniedForToken(from, tok, mac, now)
 		return
 	}
+	started := s.maps.part.n
 	mi, ok := s.maps.add(from, tok, mac, entry, p.ExpireTimestamp, s.cfg.ProtocolID, now)
 	if !ok {
 		s.stats.Drops[ServerDropMappingTableFull]++
 		return
+	}
+	if s.maps.part.n > started {
+		s.stats.HandshakesStarted++
 	}
 	s.sendChallenge(mi, tok, now)
 }

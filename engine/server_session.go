@@ -192,4 +192,3 @@ func addrString(a netip.AddrPort, loopback bool) string {
 	}
 	return a.String()
 }
-

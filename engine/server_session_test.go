@@ -285,7 +285,7 @@ func TestServerAppAPIErrors(t *testing.T) {
 	if !bytes.HasPrefix(ud[:], []byte("profile")) {
 		t.Errorf("user data %q", ud[:8])
 	}
-	if err := h.s.DisconnectClient(i+1); !errors.Is(err, ErrSlotNotConnected) {
+	if err := h.s.DisconnectClient(i + 1); !errors.Is(err, ErrSlotNotConnected) {
 		t.Errorf("DisconnectClient on an empty slot: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -109,15 +110,18 @@ type shard struct {
 	outWork  bool // took work from the outbox this pass
 
 	// Default mode: the goroutine's state.
-	waker   batchio.Waker // nil: the conn cannot be woken (it parks a timer scan at most)
+	waker batchio.Waker // nil: the conn cannot be woken (it parks a timer scan at most)
 	// sockStats is the socket's system-call counters, if it keeps them.
 	sockStats batchio.StatsReader
-	lock    bool          // lock the goroutine to its OS thread (a blocking-wait socket)
-	parked  atomic.Bool
-	closing atomic.Bool
+	lock      bool // lock the goroutine to its OS thread (a blocking-wait socket)
+	parked    atomic.Bool
+	closing   atomic.Bool
 
 	staleSends, loops, parks uint64
-	sendQueueFull            atomic.Uint64
+	// lastPass is when the shard last finished a pass (real time, unix
+	// nanoseconds): Server.Live.
+	lastPass      atomic.Int64
+	sendQueueFull atomic.Uint64
 	// snapshot is what Stats reads: the shard publishes its counters after
 	// every pass without ever waiting for a reader (TryLock).
 	statsMu  sync.Mutex
@@ -180,6 +184,12 @@ func (s *shard) newChallengeKey() error {
 	return nil
 }
 
+// batchBucket is the histogram bucket of a batch of n datagrams (n >= 1):
+// bucket k holds n from 2^k to 2^(k+1)-1.
+func batchBucket(n int) int {
+	return min(bits.Len(uint(n))-1, NumBatchBuckets-1)
+}
+
 // start begins a run of the shard at now with the restart rule's bound
 // minExpire: a new challenge key, a new decryption budget and shedding
 // window. The connect-token history is the server's and is kept.
@@ -235,6 +245,9 @@ func (s *shard) receive(now time.Time) {
 	for range s.recvBatches {
 		n, err := s.conn.ReadBatch(s.rx)
 		n = min(max(n, 0), len(s.rx))
+		if n > 0 {
+			s.stats.RecvBatches[batchBucket(n)]++
+		}
 		s.shed.read += uint64(n)
 		for i := range n {
 			m := &s.rx[i]
@@ -298,6 +311,7 @@ func (s *shard) flush() {
 		return
 	}
 	msgs := s.out[:s.outN]
+	s.stats.SendBatches[batchBucket(len(msgs))]++
 	// One call: WriteBatch tries every datagram and drops (and counts) what
 	// it cannot send; sending any of them again could duplicate it.
 	n, _ := s.conn.WriteBatch(msgs)

@@ -116,6 +116,7 @@ func (s *shard) drainOutbox(now time.Time) {
 // waits: if a reader holds the lock, this pass's numbers are skipped and
 // the next pass publishes.
 func (s *shard) publish() {
+	s.lastPass.Store(time.Now().UnixNano())
 	if !s.statsMu.TryLock() {
 		return
 	}

@@ -101,10 +101,14 @@ type ServerStats struct {
 	// Drops counts datagrams the server ignored after decoding, by reason.
 	Drops [NumServerDropReasons]uint64
 
-	ChallengesSent uint64 // connection challenge packets sent
-	DeniedSent     uint64 // connection denied packets sent (server full)
-	Connects       uint64 // clients given a slot (network and loopback)
-	Timeouts       uint64 // slots reset because the client went silent
+	// HandshakesStarted counts encryption mappings made: requests that
+	// passed every check and began a handshake (retries of one handshake
+	// count once). Connects counts those that ended with a slot.
+	HandshakesStarted uint64
+	ChallengesSent    uint64 // connection challenge packets sent
+	DeniedSent        uint64 // connection denied packets sent (server full)
+	Connects          uint64 // clients given a slot (network and loopback)
+	Timeouts          uint64 // slots reset because the client went silent
 	// ClientDisconnects counts disconnect packets from clients;
 	// ServerDisconnects counts slots reset by the application or Stop.
 	ClientDisconnects, ServerDisconnects uint64
@@ -136,6 +140,10 @@ type ServerStats struct {
 	// before the shard could read them: shed connection requests and
 	// overflows of its receive queue (batchio.Shedder sockets).
 	KernelDrops uint64
+	// RecvBatches and SendBatches count the shard's socket reads and
+	// writes by the datagrams they moved: bucket k counts batches of 2^k to
+	// 2^(k+1)-1 (the last bucket, 64 and more).
+	RecvBatches, SendBatches [NumBatchBuckets]uint64
 	// TokenHistoryPending and TokenHistoryConsumed are the connect-token
 	// history's entries in each state, and TokenHistorySize its size (the
 	// server's, in the totals only; entries of expired tokens count until
@@ -158,6 +166,7 @@ func (s *ServerStats) add(o *ServerStats) {
 	for i := range s.Drops {
 		s.Drops[i] += o.Drops[i]
 	}
+	s.HandshakesStarted += o.HandshakesStarted
 	s.ChallengesSent += o.ChallengesSent
 	s.DeniedSent += o.DeniedSent
 	s.Connects += o.Connects
@@ -176,7 +185,14 @@ func (s *ServerStats) add(o *ServerStats) {
 	s.SendCalls += o.SendCalls
 	s.SendPackets += o.SendPackets
 	s.KernelDrops += o.KernelDrops
+	for i := range s.RecvBatches {
+		s.RecvBatches[i] += o.RecvBatches[i]
+		s.SendBatches[i] += o.SendBatches[i]
+	}
 }
+
+// NumBatchBuckets is the number of batch-size buckets in ServerStats.
+const NumBatchBuckets = 7
 
 // shardStats reads shard sh's published counters.
 func (sh *shard) readStats(st *ServerStats) {
