@@ -1,5 +1,3 @@
-//go:build migrate13
-
 package engine
 
 import (
@@ -23,16 +21,26 @@ func heapInUse() uint64 {
 
 // TestSlotMemory asserts that the memory a server needs per client slot
 // stays within 4 KiB: packet buffers and rings belong to the shards, not to
-// the slots. It measures the slope between servers of 4,096 and 16,384
-// slots, so per-shard memory cancels out.
+// the slots. It measures the slope between default-mode servers of 2 shards
+// (on the memory network) with 4,096 and 16,384 slots, so per-shard memory
+// cancels out.
 func TestSlotMemory(t *testing.T) {
 	heapFor := func(slots int) uint64 {
+		nw, err := batchio.NewMemNetwork(batchio.MemConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []batchio.Conn
+		for i := range 2 {
+			c, err := nw.Listen(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 40000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns = append(conns, c)
+		}
 		before := heapInUse()
-		srv, err := NewShardedServer(ShardedConfig{
-			Server: ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, MaxClients: slots},
-			Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-			Shards: 2,
-		})
+		srv, err := NewServer(ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, MaxClients: slots}, conns...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,13 +58,14 @@ func TestSlotMemory(t *testing.T) {
 	}
 }
 
-// connectClients connects n clients to the sharded server, driving them
-// from this goroutine.
-func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Client {
+// connectClients connects n clients, each on a UDP socket of its own, to
+// srv on loopback, driving them (and srv's shards in manual mode) from
+// this goroutine in real time.
+func connectClients(tb testing.TB, srv *Server, n int, queue int) []*Client {
 	tb.Helper()
 	clients := make([]*Client, n)
 	for k := range clients {
-		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -65,7 +74,7 @@ func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Clie
 		if err != nil {
 			tb.Fatal(err)
 		}
-		token, err := GenerateConnectToken(TokenParams{ProtocolID: 0x5348, PrivateKey: testPrivateKey,
+		token, err := GenerateConnectToken(TokenParams{ProtocolID: shardProtocol, PrivateKey: testPrivateKey,
 			ClientID: uint64(k + 1), PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 120, TimeoutSeconds: 30})
 		if err != nil {
 			tb.Fatal(err)
@@ -87,8 +96,11 @@ func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Clie
 				connected++
 			}
 		}
+		if srv.cfg.Manual {
+			srv.Update(now)
+		}
 		srv.Poll(func(*Event) {})
-		time.Sleep(time.Millisecond)
+		srv.Wait(now.Add(time.Millisecond))
 	}
 	if got := srv.NumConnectedClients(); got != n {
 		tb.Fatalf("%d of %d clients connected", got, n)
@@ -101,20 +113,30 @@ func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Clie
 	return clients
 }
 
-// TestShardedSteadyStateAllocs: once clients are connected, the whole path
-// allocates nothing, in every goroutine: client send, recvmmsg, decrypt,
-// replay check, shard inbox, Poll, SendPacket, shard outbox, seal,
-// sendmmsg, client receive.
-func TestShardedSteadyStateAllocs(t *testing.T) {
-	srv, err := NewShardedServer(ShardedConfig{
-		Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: 64},
-		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-		Shards: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
+// TestSteadyStateAllocs: once clients are connected over real sockets,
+// the whole path allocates nothing, in every goroutine and in both modes:
+// client send, recvmmsg, decrypt, replay check, event ring, Poll,
+// SendPacket, (default mode) the shard's send queue, seal, sendmmsg,
+// client receive.
+func TestSteadyStateAllocs(t *testing.T) {
+	for _, manual := range []bool{false, true} {
+		name, shards := "default", 2
+		if manual {
+			name, shards = "manual", 1
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, err := Listen(ServerConfig{ProtocolID: shardProtocol, PrivateKey: testPrivateKey, MaxClients: 64,
+				Manual: manual, Shards: shards}, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
+			if err != nil {
+				t.Skipf("cannot listen on 127.0.0.1: %v", err)
+			}
+			defer srv.Close()
+			testSteadyStateAllocs(t, srv)
+		})
 	}
-	defer srv.Close()
+}
+
+func testSteadyStateAllocs(t *testing.T, srv *Server) {
 	clients := connectClients(t, srv, 8, 64)
 	payload := make([]byte, 100)
 	buf := make([]byte, codec.MaxPayloadBytes)
@@ -136,7 +158,11 @@ func TestShardedSteadyStateAllocs(t *testing.T) {
 		for got := 0; got < len(clients) && time.Now().Before(deadline); {
 			// AllocsPerRun runs with GOMAXPROCS 1: let the shards run.
 			runtime.Gosched()
+			if srv.cfg.Manual {
+				srv.Update(time.Now())
+			}
 			srv.Poll(echo)
+			srv.Flush()
 			for _, c := range clients {
 				c.Update(time.Now())
 				for {
@@ -161,11 +187,11 @@ func TestShardedSteadyStateAllocs(t *testing.T) {
 		t.Fatalf("only %d echoes in 200 rounds", received)
 	}
 	if allocs != 0 {
-		t.Fatalf("%v allocations per round of %d echoes through the sharded server, want 0", allocs, len(clients))
+		t.Fatalf("%v allocations per round of %d echoes, want 0", allocs, len(clients))
 	}
 }
 
-// BenchmarkTenThousandClients connects 10,000 clients to one sharded server
+// BenchmarkTenThousandClients connects 10,000 clients to one 2-shard server
 // in this process and reports the server's memory per slot. Run it alone:
 //
 //	go test -run '^$' -bench TenThousand -benchtime 1x ./engine
@@ -173,11 +199,8 @@ func BenchmarkTenThousandClients(b *testing.B) {
 	const slots, n = 16384, 10000
 	for range b.N {
 		base := heapInUse()
-		srv, err := NewShardedServer(ShardedConfig{
-			Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: slots},
-			Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
-			Shards: 2,
-		})
+		srv, err := Listen(ServerConfig{ProtocolID: shardProtocol, PrivateKey: testPrivateKey, MaxClients: slots, Shards: 2},
+			batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -191,7 +214,7 @@ func BenchmarkTenThousandClients(b *testing.B) {
 		probeBase := heapInUse()
 		probe := make([]*Client, 100)
 		for i := range probe {
-			conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+			conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
 			if err != nil {
 				b.Fatal(err)
 			}
