@@ -1,5 +1,3 @@
-//go:build migrate13
-
 package engine
 
 import (
@@ -14,12 +12,14 @@ import (
 	"github.com/netcode-go/netcode/codec"
 )
 
-// e2eWorld drives a server and clients from one goroutine on real time.
+// e2eWorld drives a server and clients over UDP from one goroutine in
+// real time.
 type e2eWorld struct {
 	t       *testing.T
 	server  *Server
 	clients []*Client
 	closers []batchio.Conn
+	handle  func(*Event) // the server application
 }
 
 func (w *e2eWorld) close() {
@@ -34,7 +34,9 @@ func (w *e2eWorld) close() {
 	}
 }
 
-// runUntil updates everything every millisecond until done or the limit.
+// runUntil runs the clients (and a manual-mode server) at the real time,
+// polls the server's events and waits for the next (a millisecond at
+// most), until done or the limit.
 func (w *e2eWorld) runUntil(limit time.Duration, done func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -42,18 +44,22 @@ func (w *e2eWorld) runUntil(limit time.Duration, done func() bool) bool {
 		for _, c := range w.clients {
 			c.Update(now)
 		}
-		w.server.Update(now)
+		if w.server.cfg.Manual {
+			w.server.Update(now)
+		}
+		w.server.Poll(w.handle)
+		w.server.Flush()
 		if done() {
 			return true
 		}
-		time.Sleep(time.Millisecond)
+		w.server.Wait(now.Add(time.Millisecond))
 	}
 	return false
 }
 
 func listenOrSkip(t *testing.T, addr string) batchio.Conn {
 	t.Helper()
-	c, err := batchio.Listen(netip.MustParseAddrPort(addr), batchio.MmsgConfig{RecvBuffer: 1 << 20, SendBuffer: 1 << 20})
+	c, err := batchio.Listen(netip.MustParseAddrPort(addr), batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20})
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", addr, err)
 	}
@@ -61,137 +67,246 @@ func listenOrSkip(t *testing.T, addr string) batchio.Conn {
 }
 
 // TestEndToEndUDP: 64 clients connect over real UDP on 127.0.0.1 and on
-// [::1], exchange payloads both ways with checked contents and order, and
-// disconnect cleanly.
+// [::1] to a server in each mode, exchange payloads both ways with checked
+// contents and order, and disconnect cleanly; the events carry each
+// client's id and user data.
 func TestEndToEndUDP(t *testing.T) {
-	for _, loopback := range []string{"127.0.0.1", "::1"} {
-		t.Run(loopback, func(t *testing.T) {
-			goroutines := runtime.NumGoroutine()
-			const numClients, numPayloads = 64, 20
-			ip := netip.MustParseAddr(loopback)
-			w := &e2eWorld{t: t}
-			defer w.close()
-			sconn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
-			w.closers = append(w.closers, sconn)
-			disconnected := map[int]DisconnectReason{}
-			srv, err := NewServer(ServerConfig{
-				ProtocolID: 0x4e43, PrivateKey: testPrivateKey, MaxClients: numClients,
-				OnDisconnect: func(i int, r DisconnectReason) { disconnected[i] = r },
-			}, sconn)
-			if err != nil {
-				t.Fatal(err)
+	for _, manual := range []bool{true, false} {
+		for _, loopback := range []string{"127.0.0.1", "::1"} {
+			mode := "default"
+			if manual {
+				mode = "manual"
 			}
-			w.server = srv
-			for k := range numClients {
-				conn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
-				w.closers = append(w.closers, conn)
-				c, err := NewClient(ClientConfig{}, conn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				token, err := GenerateConnectToken(TokenParams{
-					ProtocolID: 0x4e43, PrivateKey: testPrivateKey, ClientID: uint64(1000 + k),
-					PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5,
-					UserData: []byte{byte(k)},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Connect(token, time.Now()); err != nil {
-					t.Fatal(err)
-				}
-				w.clients = append(w.clients, c)
-			}
-			allConnected := func() bool {
-				for _, c := range w.clients {
-					if c.State() != Connected {
-						return false
-					}
-				}
-				return srv.NumConnectedClients() == numClients
-			}
-			if !w.runUntil(10*time.Second, allConnected) {
-				t.Fatalf("%d of %d connected", srv.NumConnectedClients(), numClients)
-			}
-			for _, c := range w.clients {
-				i := c.ClientIndex()
-				id := srv.ClientID(i)
-				if ud := srv.ClientUserData(i); id < 1000 || ud[0] != byte(id-1000) {
-					t.Fatalf("slot %d: client id %d, user data %d", i, id, ud[0])
-				}
-			}
+			t.Run(mode+"/"+loopback, func(t *testing.T) { testEndToEndUDP(t, manual, netip.MustParseAddr(loopback)) })
+		}
+	}
+}
 
-			// Payloads both ways, one per client per direction per tick.
-			buf := make([]byte, codec.MaxPayloadBytes)
-			fromClient := make([]int, numClients) // next expected per client index
-			fromServer := make([]int, numClients) // next expected per client
-			sent := 0
-			done := w.runUntil(10*time.Second, func() bool {
-				if sent < numPayloads {
-					for _, c := range w.clients {
-						id := srv.ClientID(c.ClientIndex())
-						if err := c.SendPacket(fmt.Appendf(nil, "c%d:%d", id, sent)); err != nil {
-							t.Fatal(err)
-						}
-						if err := srv.SendPacket(c.ClientIndex(), fmt.Appendf(nil, "s%d:%d", id, sent)); err != nil {
-							t.Fatal(err)
-						}
-					}
-					sent++
-				}
-				complete := true
-				for k, c := range w.clients {
-					i := c.ClientIndex()
-					id := srv.ClientID(i)
-					for {
-						n, _, ok := srv.ReceivePacket(i, buf)
-						if !ok {
-							break
-						}
-						if want := fmt.Sprintf("c%d:%d", id, fromClient[i]); string(buf[:n]) != want {
-							t.Fatalf("server got %q from client %d, want %q", buf[:n], id, want)
-						}
-						fromClient[i]++
-					}
-					for {
-						n, _, ok := c.ReceivePacket(buf)
-						if !ok {
-							break
-						}
-						if want := fmt.Sprintf("s%d:%d", id, fromServer[k]); !bytes.Equal(buf[:n], []byte(want)) {
-							t.Fatalf("client %d got %q, want %q", id, buf[:n], want)
-						}
-						fromServer[k]++
-					}
-					complete = complete && fromClient[i] == numPayloads && fromServer[k] == numPayloads
-				}
-				return complete
-			})
-			if !done {
-				t.Fatalf("payloads incomplete: server got %v, clients got %v", fromClient, fromServer)
-			}
-
-			for _, c := range w.clients {
-				c.Disconnect(time.Now())
-			}
-			if !w.runUntil(5*time.Second, func() bool { return srv.NumConnectedClients() == 0 }) {
-				t.Fatalf("%d clients still connected after disconnecting", srv.NumConnectedClients())
-			}
-			for i, r := range disconnected {
-				if r != DisconnectClientDisconnected {
-					t.Errorf("slot %d disconnected with %v, want client disconnected", i, r)
-				}
-			}
-			if len(disconnected) != numClients {
-				t.Errorf("%d disconnect callbacks, want %d", len(disconnected), numClients)
-			}
-			w.close()
-			for i := 0; i < 100 && runtime.NumGoroutine() > goroutines; i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if g := runtime.NumGoroutine(); g > goroutines {
-				t.Errorf("%d goroutines left, %d before", g, goroutines)
-			}
+func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
+	goroutines := runtime.NumGoroutine()
+	const numClients, numPayloads = 64, 20
+	w := &e2eWorld{t: t}
+	defer w.close()
+	sconn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+	w.closers = append(w.closers, sconn)
+	srv, err := NewServer(ServerConfig{ProtocolID: 0x4e43, PrivateKey: testPrivateKey, MaxClients: numClients, Manual: manual}, sconn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.server = srv
+	for k := range numClients {
+		conn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+		w.closers = append(w.closers, conn)
+		c, err := NewClient(ClientConfig{}, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := GenerateConnectToken(TokenParams{
+			ProtocolID: 0x4e43, PrivateKey: testPrivateKey, ClientID: uint64(1000 + k),
+			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5,
+			UserData: []byte{byte(k)},
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Connect(token, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		w.clients = append(w.clients, c)
+	}
+
+	idOf := map[int]uint64{}              // slot -> client id, from the connect events
+	fromClient := make([]int, numClients) // next expected per client index
+	disconnected := map[int]DisconnectReason{}
+	w.handle = func(ev *Event) {
+		switch ev.Kind {
+		case EventConnect:
+			if id := ev.ClientID; id < 1000 || ev.UserData[0] != byte(id-1000) || ev.Address.Addr() != ip {
+				t.Fatalf("slot %d: client id %d, user data %d, address %v", ev.ClientIndex, id, ev.UserData[0], ev.Address)
+			}
+			idOf[ev.ClientIndex] = ev.ClientID
+		case EventPayload:
+			i := ev.ClientIndex
+			if want := fmt.Sprintf("c%d:%d", idOf[i], fromClient[i]); string(ev.Payload) != want || ev.ClientID != idOf[i] {
+				t.Fatalf("server got %q from client %d, want %q", ev.Payload, ev.ClientID, want)
+			}
+			fromClient[i]++
+		case EventDisconnect:
+			if ev.ClientID != idOf[ev.ClientIndex] || ev.UserData[0] != byte(ev.ClientID-1000) {
+				t.Fatalf("slot %d: disconnect of client %d (user data %d), connected %d", ev.ClientIndex, ev.ClientID, ev.UserData[0], idOf[ev.ClientIndex])
+			}
+			disconnected[ev.ClientIndex] = ev.Reason
+		}
+	}
+	allConnected := func() bool {
+		for _, c := range w.clients {
+			if c.State() != Connected {
+				return false
+			}
+		}
+		return srv.NumConnectedClients() == numClients
+	}
+	if !w.runUntil(10*time.Second, allConnected) {
+		t.Fatalf("%d of %d connected", srv.NumConnectedClients(), numClients)
+	}
+	for _, c := range w.clients {
+		if _, ok := idOf[c.ClientIndex()]; !ok {
+			t.Fatalf("client in slot %d has no connect event", c.ClientIndex())
+		}
+	}
+
+	// Payloads both ways, one per client per direction per tick.
+	buf := make([]byte, codec.MaxPayloadBytes)
+	fromServer := make([]int, numClients) // next expected per client
+	sent := 0
+	done := w.runUntil(10*time.Second, func() bool {
+		if sent < numPayloads {
+			for _, c := range w.clients {
+				id := idOf[c.ClientIndex()]
+				if err := c.SendPacket(fmt.Appendf(nil, "c%d:%d", id, sent)); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.SendPacket(c.ClientIndex(), fmt.Appendf(nil, "s%d:%d", id, sent)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sent++
+		}
+		complete := true
+		for k, c := range w.clients {
+			i := c.ClientIndex()
+			id := idOf[i]
+			for {
+				n, _, ok := c.ReceivePacket(buf)
+				if !ok {
+					break
+				}
+				if want := fmt.Sprintf("s%d:%d", id, fromServer[k]); !bytes.Equal(buf[:n], []byte(want)) {
+					t.Fatalf("client %d got %q, want %q", id, buf[:n], want)
+				}
+				fromServer[k]++
+			}
+			complete = complete && fromClient[i] == numPayloads && fromServer[k] == numPayloads
+		}
+		return complete
+	})
+	if !done {
+		t.Fatalf("payloads incomplete: server got %v, clients got %v", fromClient, fromServer)
+	}
+
+	for _, c := range w.clients {
+		c.Disconnect(time.Now())
+	}
+	if !w.runUntil(5*time.Second, func() bool { return srv.NumConnectedClients() == 0 }) {
+		t.Fatalf("%d clients still connected after disconnecting", srv.NumConnectedClients())
+	}
+	for i, r := range disconnected {
+		if r != DisconnectClientDisconnected {
+			t.Errorf("slot %d disconnected with %v, want client disconnected", i, r)
+		}
+	}
+	if len(disconnected) != numClients {
+		t.Errorf("%d disconnect events, want %d", len(disconnected), numClients)
+	}
+	w.close()
+	waitGoroutines(t, goroutines)
+}
+
+// TestClientCloseDisconnects: Close on a connected client sends the
+// redundant disconnect packets, so the server reports the client gone
+// (DisconnectClientDisconnected) at its next Update instead of at the
+// timeout; Close on a client in an error state changes nothing: no state
+// change, no packet.
+func TestClientCloseDisconnects(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	nw, err := batchio.NewMemNetwork(batchio.MemConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sconn, err := nw.Listen(netip.MustParseAddrPort("10.0.0.1:40000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{ProtocolID: 9, PrivateKey: testPrivateKey, MaxClients: 1, Manual: true,
+		Clock: func() time.Time { return now }}, sconn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var left []Event
+	type client struct {
+		c       *Client
+		conn    *batchio.MemConn
+		changes []ClientState
+	}
+	newClient := func(addr string, id uint64) *client {
+		cl := &client{}
+		if cl.conn, err = nw.Listen(netip.MustParseAddrPort(addr)); err != nil {
+			t.Fatal(err)
+		}
+		cl.c, err = NewClient(ClientConfig{OnStateChange: func(_, s ClientState) { cl.changes = append(cl.changes, s) }}, cl.conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: id,
+			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.c.Connect(token, now); err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			if st := cl.c.State(); st == Connected || st.IsError() {
+				break
+			}
+			now = now.Add(10 * time.Millisecond)
+			cl.c.Update(now)
+			srv.Update(now)
+			srv.Poll(func(ev *Event) {
+				if ev.Kind == EventDisconnect {
+					left = append(left, *ev)
+				}
+			})
+		}
+		return cl
+	}
+	a := newClient("10.1.0.1:5000", 1)
+	if a.c.State() != Connected {
+		t.Fatalf("first client: %v", a.c.State())
+	}
+	b := newClient("10.1.0.2:5000", 2) // the server is full
+	if b.c.State() != ConnectionDenied {
+		t.Fatalf("second client: %v, want connection denied", b.c.State())
+	}
+
+	changes, sent := len(b.changes), b.conn.Stats().Sent
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.c.State() != ConnectionDenied || len(b.changes) != changes || b.conn.Stats().Sent != sent {
+		t.Fatalf("Close in an error state: state %v, state changes %v, %d datagrams sent",
+			b.c.State(), b.changes[changes:], b.conn.Stats().Sent-sent)
+	}
+
+	sent = a.conn.Stats().Sent
+	if err := a.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a.c.State() != Disconnected || a.conn.Stats().Sent-sent != NumDisconnectPackets {
+		t.Fatalf("Close when connected: state %v, %d datagrams sent, want %d disconnect packets",
+			a.c.State(), a.conn.Stats().Sent-sent, NumDisconnectPackets)
+	}
+	srv.Update(now) // the clock stands still: no timeout
+	srv.Poll(func(ev *Event) {
+		if ev.Kind == EventDisconnect {
+			left = append(left, *ev)
+		}
+	})
+	if len(left) != 1 || left[0].ClientID != 1 || left[0].Reason != DisconnectClientDisconnected {
+		t.Fatalf("disconnect events %+v; want client 1, %v", left, DisconnectClientDisconnected)
+	}
+	if srv.NumConnectedClients() != 0 {
+		t.Fatal("the slot is still taken")
 	}
 }
