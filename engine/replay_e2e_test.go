@@ -1,5 +1,3 @@
-//go:build migrate13
-
 package engine
 
 import (
@@ -11,10 +9,11 @@ import (
 	"github.com/netcode-go/netcode/codec"
 )
 
-// The replay scenarios of the token rules over real sockets: an on-path
-// recorder sits between a client and the server (the client dials the
-// recorder, whose back socket is the client's address as the server sees
-// it) and replays what it captured from that address, holding no key.
+// The replay scenarios of the token rules end to end, on the memory
+// network and a fake clock: an on-path recorder sits between a client and
+// the server (the client dials the recorder, whose back conn is the
+// client's address as the server sees it) and replays what it captured
+// from that address, holding no key.
 
 // replayProxy forwards between one client and the server and records the
 // client's datagrams.
@@ -29,10 +28,15 @@ type replayProxy struct {
 	holdReplies bool // record the client's connection responses, forward none
 }
 
-func newReplayProxy(t *testing.T, server netip.AddrPort) *replayProxy {
-	p := &replayProxy{t: t, front: listenOrSkip(t, "127.0.0.1:0"), back: listenOrSkip(t, "127.0.0.1:0"),
-		server: server, msgs: batchio.NewMessages(64, codec.MaxPacketBytes)}
-	t.Cleanup(func() { p.front.Close(); p.back.Close() })
+func newReplayProxy(t *testing.T, nw *batchio.MemNetwork, server netip.AddrPort) *replayProxy {
+	p := &replayProxy{t: t, server: server, msgs: batchio.NewMessages(64, codec.MaxPacketBytes)}
+	var err error
+	if p.front, err = nw.Listen(netip.MustParseAddrPort("10.2.0.1:6000")); err != nil {
+		t.Fatal(err)
+	}
+	if p.back, err = nw.Listen(netip.MustParseAddrPort("10.2.0.2:6000")); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -80,9 +84,12 @@ func (p *replayProxy) replay(typ codec.PacketType) int {
 	return len(out)
 }
 
-// replayWorld is a server, a client behind a recorder, on real time.
+// replayWorld is a manual-mode server and a client behind a recorder,
+// driven in turn on a fake clock.
 type replayWorld struct {
 	t      *testing.T
+	now    time.Time
+	nw     *batchio.MemNetwork
 	server *Server
 	sconn  batchio.Conn
 	proxy  *replayProxy
@@ -93,27 +100,35 @@ type replayWorld struct {
 }
 
 func newReplayWorld(t *testing.T, cfg ServerConfig) *replayWorld {
-	w := &replayWorld{t: t, sconn: listenOrSkip(t, "127.0.0.1:0")}
-	t.Cleanup(func() { w.sconn.Close() })
-	cfg.ProtocolID, cfg.PrivateKey = 0x7e91a7, testPrivateKey
+	w := &replayWorld{t: t, now: time.Unix(1_800_000_000, 0)}
 	var err error
+	if w.nw, err = batchio.NewMemNetwork(batchio.MemConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.sconn, err = w.nw.Listen(netip.MustParseAddrPort("10.0.0.1:40000")); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ProtocolID, cfg.PrivateKey = 0x7e91a7, testPrivateKey
+	cfg.Manual, cfg.Clock = true, func() time.Time { return w.now }
 	if w.server, err = NewServer(cfg, w.sconn); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.server.Close() })
-	w.server.Update(time.Now())
-	w.proxy = newReplayProxy(t, w.sconn.LocalAddr())
+	w.proxy = newReplayProxy(t, w.nw, w.sconn.LocalAddr())
 	w.newClient()
 	return w
 }
 
+// newClient replaces the client with a new one on a new port.
 func (w *replayWorld) newClient() {
 	if w.client != nil {
 		w.client.Close()
 		w.cconn.Close()
 	}
-	w.cconn = listenOrSkip(w.t, "127.0.0.1:0")
 	var err error
+	if w.cconn, err = w.nw.Listen(netip.MustParseAddrPort("10.1.0.1:0")); err != nil {
+		w.t.Fatal(err)
+	}
 	if w.client, err = NewClient(ClientConfig{}, w.cconn); err != nil {
 		w.t.Fatal(err)
 	}
@@ -125,7 +140,7 @@ func (w *replayWorld) token(edit func(*TokenParams)) []byte {
 	p := TokenParams{ProtocolID: 0x7e91a7, PrivateKey: testPrivateKey, ClientID: 7,
 		PublicAddresses:   []netip.AddrPort{w.proxy.front.LocalAddr()},
 		InternalAddresses: []netip.AddrPort{w.sconn.LocalAddr()},
-		ExpireSeconds:     30, TimeoutSeconds: 5}
+		ExpireSeconds:     30, TimeoutSeconds: 5, Now: w.now}
 	if edit != nil {
 		edit(&p)
 	}
@@ -136,30 +151,29 @@ func (w *replayWorld) token(edit func(*TokenParams)) []byte {
 	return tok
 }
 
-// run drives everything for d, or until done.
+// run drives everything in steps of 5 ms of the fake clock for d, or
+// until done.
 func (w *replayWorld) run(d time.Duration, done func() bool) bool {
-	buf := make([]byte, codec.MaxPayloadBytes)
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		now := time.Now()
-		w.client.Update(now)
+	for end := w.now.Add(d); w.now.Before(end); {
+		w.now = w.now.Add(5 * time.Millisecond)
+		w.client.Update(w.now)
 		w.proxy.pump()
-		w.server.Update(now)
-		for i := range w.server.MaxClients() {
-			for n, _, ok := w.server.ReceivePacket(i, buf); ok; n, _, ok = w.server.ReceivePacket(i, buf) {
-				w.delivered = append(w.delivered, string(buf[:n]))
+		w.server.Update(w.now)
+		w.server.Poll(func(ev *Event) {
+			if ev.Kind == EventPayload {
+				w.delivered = append(w.delivered, string(ev.Payload))
 			}
-		}
+		})
 		if done != nil && done() {
 			return true
 		}
-		time.Sleep(time.Millisecond)
 	}
 	return false
 }
 
 func (w *replayWorld) connect(token []byte) {
 	w.t.Helper()
-	if err := w.client.Connect(token, time.Now()); err != nil {
+	if err := w.client.Connect(token, w.now); err != nil {
 		w.t.Fatal(err)
 	}
 	if !w.run(5*time.Second, func() bool { return w.client.State() == Connected }) {
@@ -189,7 +203,7 @@ func (w *replayWorld) session1(token []byte) {
 	if !w.run(2*time.Second, func() bool { return len(w.delivered) == 3 }) {
 		w.t.Fatalf("server application got %q, want 3 payloads", w.delivered)
 	}
-	w.client.Disconnect(time.Now())
+	w.client.Disconnect(w.now)
 	if !w.run(2*time.Second, func() bool { return w.server.NumConnectedClients() == 0 }) {
 		w.t.Fatal("client still connected after disconnecting")
 	}
@@ -203,7 +217,7 @@ func TestReplayE2EPayloadAfterReconnect(t *testing.T) {
 	w := newReplayWorld(t, ServerConfig{})
 	token := w.token(nil)
 	w.session1(token)
-	if err := w.client.Connect(token, time.Now()); err != nil {
+	if err := w.client.Connect(token, w.now); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
@@ -270,17 +284,19 @@ func TestReplayE2EDisconnect(t *testing.T) {
 func TestReplayE2ENoTimeoutMapping(t *testing.T) {
 	w := newReplayWorld(t, ServerConfig{MaxConnectTokenLifetime: time.Second})
 	w.proxy.holdReplies = true
-	if err := w.client.Connect(w.token(func(p *TokenParams) { p.TimeoutSeconds = -1; p.ExpireSeconds = 2 }), time.Now()); err != nil {
+	if err := w.client.Connect(w.token(func(p *TokenParams) { p.TimeoutSeconds = -1; p.ExpireSeconds = 2 }), w.now); err != nil {
 		t.Fatal(err)
 	}
 	// Run until the client has answered a challenge (held back), then
 	// drop it.
-	if !w.run(3*time.Second, func() bool { return w.server.maps.part.n == 1 && w.client.State() == SendingConnectionResponse }) {
-		t.Fatalf("no handshake in progress: client %v, %d mappings", w.client.State(), w.server.maps.part.n)
+	if !w.run(3*time.Second, func() bool {
+		return w.server.shard0().maps.part.n == 1 && w.client.State() == SendingConnectionResponse
+	}) {
+		t.Fatalf("no handshake in progress: client %v, %d mappings", w.client.State(), w.server.shard0().maps.part.n)
 	}
 	w.client.Close()
 	w.run(100*time.Millisecond, nil)
-	if !w.run(4*time.Second, func() bool { return w.server.maps.part.n == 0 }) {
+	if !w.run(4*time.Second, func() bool { return w.server.shard0().maps.part.n == 0 }) {
 		t.Fatal("the handshake's encryption mapping outlived its token")
 	}
 	w.settle(w.proxy.replay(codec.ConnectionResponse))
