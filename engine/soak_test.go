@@ -1,8 +1,7 @@
-//go:build migrate13
-
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -150,11 +149,11 @@ func TestSoak(t *testing.T) {
 	sconn := s.simConn(netip.MustParseAddrPort("10.0.0.1:40000"), 1)
 	s.public = sconn.LocalAddr()
 	s.srv, err = NewServer(ServerConfig{ProtocolID: 0x50a4, PrivateKey: testPrivateKey, MaxClients: soakMaxClients,
-		TokenHistorySize: soakTokenHistory}, sconn)
+		TokenHistorySize: soakTokenHistory, Manual: true, Clock: func() time.Time { return s.now }}, sconn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { s.srv.Stop(s.now) }()
+	defer s.srv.Close()
 
 	goroutines := runtime.NumGoroutine()
 	wallStart := time.Now()
@@ -299,24 +298,14 @@ func (s *soak) step() {
 	}
 	srv := s.srv
 	srv.Update(s.now)
-	for _, i := range srv.active.items[:srv.active.n] {
-		for n, _, ok := srv.ReceivePacket(int(i), s.buf); ok; n, _, ok = srv.ReceivePacket(int(i), s.buf) {
-			id, num, err := parseFaultPayload(s.buf[:n])
-			if err != nil || id != srv.ClientID(int(i)) {
-				s.t.Errorf("slot %d (client %d): payload %d of client %d, %v", i, srv.ClientID(int(i)), num, id, err)
-				continue
-			}
-			if err := srv.SendPacket(int(i), s.buf[:n]); err != nil {
-				s.t.Errorf("echo to slot %d: %v", i, err)
-			}
-		}
-	}
-	// The bounds, at every step.
+	srv.Poll(s.echo)
+	// The bounds, at every step. Every disconnect has been polled, so the
+	// admission state and the shard agree.
 	connected := srv.NumConnectedClients()
-	if a := srv.adm.connected(); a != connected || connected > soakMaxClients {
-		s.t.Fatalf("%d slots in use, admission state says %d", connected, a)
+	if a := srv.shard0().active.n; a != connected || connected > soakMaxClients {
+		s.t.Fatalf("%d slots in use, the shard holds %d", connected, a)
 	}
-	maps := srv.maps.part.n
+	maps := srv.shard0().maps.part.n
 	if maps > srv.cfg.MaxEncryptionMappings {
 		s.t.Fatalf("%d encryption mappings, bound %d", maps, srv.cfg.MaxEncryptionMappings)
 	}
@@ -327,6 +316,23 @@ func (s *soak) step() {
 	s.maxConnected = max(s.maxConnected, connected)
 	s.maxMaps = max(s.maxMaps, maps)
 	s.maxTokens = max(s.maxTokens, tokens)
+}
+
+// echo is the server application: it checks and echoes every payload.
+func (s *soak) echo(ev *Event) {
+	if ev.Kind != EventPayload {
+		return
+	}
+	id, num, err := parseFaultPayload(ev.Payload)
+	if err != nil || id != ev.ClientID {
+		s.t.Errorf("slot %d (client %d): payload %d of client %d, %v", ev.ClientIndex, ev.ClientID, num, id, err)
+		return
+	}
+	// A client that left in the same Update has its disconnect event
+	// after its payloads: the slot is no longer connected.
+	if err := s.srv.SendPacket(ev.ClientIndex, ev.Payload); err != nil && !errors.Is(err, ErrSlotNotConnected) {
+		s.t.Errorf("echo to slot %d: %v", ev.ClientIndex, err)
+	}
 }
 
 func (s *soak) tokenEntries() (n, size int) {
@@ -449,7 +455,8 @@ func (s *soak) empty() bool {
 		}
 	}
 	srv := s.srv
-	return srv.NumConnectedClients() == 0 && srv.adm.connected() == 0 && srv.byAddr.len() == 0 && srv.maps.part.n == 0
+	sh := srv.shard0()
+	return srv.NumConnectedClients() == 0 && sh.active.n == 0 && sh.byAddr.len() == 0 && sh.maps.part.n == 0
 }
 
 func (s *soak) residue() string {
@@ -460,8 +467,9 @@ func (s *soak) residue() string {
 		}
 	}
 	srv := s.srv
-	return fmt.Sprintf("%d seats busy, %d slots, %d in admission state, %d addresses, %d encryption mappings",
-		busy, srv.NumConnectedClients(), srv.adm.connected(), srv.byAddr.len(), srv.maps.part.n)
+	sh := srv.shard0()
+	return fmt.Sprintf("%d seats busy, %d slots, %d in the shard, %d addresses, %d encryption mappings",
+		busy, srv.NumConnectedClients(), sh.active.n, sh.byAddr.len(), sh.maps.part.n)
 }
 
 func (s *soak) sample(wallStart time.Time) soakSample {
