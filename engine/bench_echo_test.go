@@ -1,4 +1,4 @@
-//go:build linux && migrate13
+//go:build linux
 
 package engine
 
@@ -21,7 +21,7 @@ import (
 // from the token it minted; it does not decrypt the echoes (nor does it for
 // the bare echo), so both measurements load the server the same way.
 type echoLoad struct {
-	conn  *batchio.MmsgConn
+	conn  batchio.Conn
 	to    netip.AddrPort
 	key   *aead.PacketKey // nil: bare datagrams
 	seq   uint64
@@ -31,7 +31,7 @@ type echoLoad struct {
 	limit int
 }
 
-func newEchoLoad(b *testing.B, conn *batchio.MmsgConn, to netip.AddrPort, key *aead.PacketKey, seq uint64, size int) *echoLoad {
+func newEchoLoad(b *testing.B, conn batchio.Conn, to netip.AddrPort, key *aead.PacketKey, seq uint64, size int) *echoLoad {
 	l := &echoLoad{conn: conn, to: to, key: key, seq: seq, size: size, limit: 256}
 	l.out = make([]batchio.Message, 32)
 	for i := range l.out {
@@ -90,12 +90,26 @@ func (l *echoLoad) run(b *testing.B, n int) time.Duration {
 	return time.Since(start)
 }
 
+// echoSockets are the server sockets BenchmarkEcho compares: the receive
+// modes, and sends with UDP GSO.
+var echoSockets = []struct {
+	name string
+	cfg  batchio.Config
+}{
+	{"mmsg", batchio.Config{}},
+	{"block", batchio.Config{Mode: batchio.RecvBlock}},
+	{"xnet", batchio.Config{Mode: batchio.RecvXNet}},
+	{"single", batchio.Config{Mode: batchio.RecvSingle}},
+	{"mmsg-gso", batchio.Config{GSO: true}},
+}
+
 // BenchmarkEcho compares, in one run, the full protocol echo (recvmmsg,
-// decrypt, replay check, queue, application echo, encrypt, sendmmsg) of the
-// single-loop Server for each receive mode against a bare echo loop without
-// protocol or crypto (the ceiling) and a crypto-only loop (recvmmsg, open,
-// seal, sendmmsg: what is left when the engine's own work is taken away),
-// over real loopback sockets:
+// decrypt, replay check, event ring, application echo, encrypt, sendmmsg)
+// of a manual-mode server for each server socket (server-*) and of a
+// default-mode one of one shard (default-*), against a bare echo loop
+// without protocol or crypto (the ceiling) and a crypto-only loop
+// (recvmmsg, open, seal, sendmmsg: what is left when the engine's own work
+// is taken away), over real loopback sockets:
 //
 //	go test -run '^$' -bench Echo -benchtime 300000x ./engine
 //
@@ -104,22 +118,22 @@ func (l *echoLoad) run(b *testing.B, n int) time.Duration {
 // game server's flush holds one or two datagrams per client.
 func BenchmarkEcho(b *testing.B) {
 	for _, size := range []int{64, 1200} {
-		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.MmsgConfig{}, size) })
+		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.Config{}, size) })
 		b.Run(fmt.Sprintf("crypto/%d", size), func(b *testing.B) { benchCryptoEcho(b, size) })
-		for mode := batchio.RecvMmsg; mode <= batchio.RecvSingle; mode++ {
-			b.Run(fmt.Sprintf("server-%v/%d", mode, size), func(b *testing.B) {
-				benchServerEcho(b, batchio.MmsgConfig{Mode: mode}, size)
-			})
+		for _, sock := range echoSockets {
+			if sock.name == "mmsg-gso" {
+				b.Run(fmt.Sprintf("bare-gso/%d", size), func(b *testing.B) { benchBareEcho(b, sock.cfg, size) })
+			}
+			b.Run(fmt.Sprintf("server-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, true, size) })
+			if sock.name == "mmsg" || sock.name == "mmsg-gso" {
+				b.Run(fmt.Sprintf("default-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, false, size) })
+			}
 		}
-		b.Run(fmt.Sprintf("bare-gso/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.MmsgConfig{GSO: true}, size) })
-		b.Run(fmt.Sprintf("server-mmsg-gso/%d", size), func(b *testing.B) {
-			benchServerEcho(b, batchio.MmsgConfig{GSO: true}, size)
-		})
 	}
 }
 
-func listenMmsg(b *testing.B, cfg batchio.MmsgConfig) *batchio.MmsgConn {
-	c, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+func listenMmsg(b *testing.B, cfg batchio.Config) batchio.Conn {
+	c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +145,7 @@ func report(b *testing.B, n int, elapsed time.Duration) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/packet")
 }
 
-func benchBareEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
+func benchBareEcho(b *testing.B, cfg batchio.Config, size int) {
 	benchEchoLoop(b, listenMmsg(b, cfg), nil, size, func(in []batchio.Message) []batchio.Message { return in })
 }
 
@@ -156,7 +170,7 @@ func benchCryptoEcho(b *testing.B, size int) {
 	rp := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 0xbe, Key: recvKey}
 	var pkt codec.Packet
 	var seq uint64
-	benchEchoLoop(b, listenMmsg(b, batchio.MmsgConfig{}), loadKey, size, func(in []batchio.Message) []batchio.Message {
+	benchEchoLoop(b, listenMmsg(b, batchio.Config{}), loadKey, size, func(in []batchio.Message) []batchio.Message {
 		k := 0
 		for i := range in {
 			if codec.ReadPacket(in[i].Buf[:in[i].N], &rp, &pkt) != nil || pkt.Type != codec.ConnectionPayload {
@@ -178,7 +192,7 @@ func benchCryptoEcho(b *testing.B, size int) {
 // benchEchoLoop runs a server goroutine on srv that reads batches and
 // sends back what reply makes of each, under the echo load (sealing with
 // loadKey, or bare datagrams if nil), and reports the load's packets/s.
-func benchEchoLoop(b *testing.B, srv *batchio.MmsgConn, loadKey *aead.PacketKey, size int, reply func([]batchio.Message) []batchio.Message) {
+func benchEchoLoop(b *testing.B, srv batchio.Conn, loadKey *aead.PacketKey, size int, reply func([]batchio.Message) []batchio.Message) {
 	cli := listenMmsg(b, loadSocket)
 	defer cli.Close()
 	stop := make(chan struct{})
@@ -220,14 +234,19 @@ func benchEchoLoop(b *testing.B, srv *batchio.MmsgConn, loadKey *aead.PacketKey,
 	wg.Wait()
 }
 
-func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
-	sconn := listenMmsg(b, cfg)
+// benchServerEcho echoes through a server on a socket of sock, in manual
+// mode (a goroutine driving Update, Poll and Flush) or in the default mode
+// (the shard's goroutine, and the application's polling and echoing).
+func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int) {
+	sconn := listenMmsg(b, sock)
+	defer sconn.Close()
 	cconn := listenMmsg(b, loadSocket)
 	defer cconn.Close()
-	srv, err := NewServer(ServerConfig{ProtocolID: 0xbe, PrivateKey: testPrivateKey, MaxClients: 4, ReceiveQueueLen: 512, ReceiveBuffers: 2048}, sconn)
+	srv, err := NewServer(ServerConfig{ProtocolID: 0xbe, PrivateKey: testPrivateKey, MaxClients: 4, Manual: manual}, sconn)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer srv.Close()
 	token, err := GenerateConnectToken(TokenParams{ProtocolID: 0xbe, PrivateKey: testPrivateKey, ClientID: 1,
 		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 300, TimeoutSeconds: 60})
 	if err != nil {
@@ -246,25 +265,32 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 		b.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); client.State() != Connected && time.Now().Before(deadline); {
-		client.Update(time.Now())
-		srv.Update(time.Now())
-		time.Sleep(time.Millisecond)
+		now := time.Now()
+		client.Update(now)
+		if manual {
+			srv.Update(now)
+		}
+		srv.Poll(func(*Event) {})
+		client.Wait(now.Add(time.Millisecond))
 	}
 	if client.State() != Connected {
 		b.Fatalf("client %v", client.State())
 	}
-	index := client.ClientIndex()
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // the server: the single-loop API, echoing
+	go func() { // the application, echoing
 		defer wg.Done()
-		if cfg.Mode == batchio.RecvBlock {
-			runtime.LockOSThread()
+		if manual && sock.Mode == batchio.RecvBlock {
+			runtime.LockOSThread() // Wait blocks in poll(2) on this thread
 			defer runtime.UnlockOSThread()
 		}
-		buf := make([]byte, codec.MaxPayloadBytes)
+		echo := func(ev *Event) {
+			if ev.Kind == EventPayload {
+				_ = srv.SendPacket(ev.ClientIndex, ev.Payload)
+			}
+		}
 		for {
 			select {
 			case <-stop:
@@ -272,20 +298,13 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 			default:
 			}
 			now := time.Now()
-			in := srv.Stats().PacketsIn
-			srv.Update(now)
-			for {
-				n, _, ok := srv.ReceivePacket(index, buf)
-				if !ok {
-					break
-				}
-				_ = srv.SendPacket(index, buf[:n])
+			if manual {
+				srv.Update(now)
 			}
+			n := srv.Poll(echo)
 			srv.Flush()
-			if srv.Stats().PacketsIn == in {
-				if sconn.WaitRead(now.Add(10*time.Millisecond)) != nil {
-					return
-				}
+			if n == 0 {
+				srv.Wait(now.Add(10 * time.Millisecond))
 			}
 		}
 	}()
@@ -300,7 +319,6 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 	b.StopTimer()
 	report(b, b.N, elapsed)
 	close(stop)
-	sconn.Close()
 	wg.Wait()
 	if d := srv.Stats().Dropped(); d > 0 {
 		b.Logf("server dropped %d: codec %v engine %v", d, srv.Stats().CodecDrops, srv.Stats().Drops)
@@ -309,4 +327,4 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 
 // loadSocket is the load's socket. It sends its bursts to the one server
 // address with GSO, so the load can offer more than a server core takes.
-var loadSocket = batchio.MmsgConfig{GSO: true}
+var loadSocket = batchio.Config{GSO: true}
