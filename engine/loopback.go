@@ -27,7 +27,7 @@ func (s *Server) ConnectLoopbackClient(clientIndex int, clientID uint64, userDat
 	switch {
 	case !s.cfg.Manual:
 		return errLoopbackManual
-	case s.stopped:
+	case s.stopped.Load():
 		return ErrServerStopped
 	case s.cfg.SendLoopbackPacket == nil:
 		return ErrNoLoopbackSender
