@@ -159,8 +159,18 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 	buf := make([]byte, codec.MaxPayloadBytes)
 	fromServer := make([]int, numClients) // next expected per client
 	sent := 0
+	// A round, one payload each way per client, once the last round has
+	// arrived: a few hundred datagrams in flight at most.
+	roundDone := func() bool {
+		for k, c := range w.clients {
+			if fromClient[c.ClientIndex()] != sent || fromServer[k] != sent {
+				return false
+			}
+		}
+		return true
+	}
 	done := w.runUntil(10*time.Second, func() bool {
-		if sent < numPayloads {
+		if sent < numPayloads && roundDone() {
 			for _, c := range w.clients {
 				id := idOf[c.ClientIndex()]
 				if err := c.SendPacket(fmt.Appendf(nil, "c%d:%d", id, sent)); err != nil {
