@@ -452,9 +452,10 @@ func testCloseShardedUnderTraffic(t *testing.T, kind netKind) {
 	})
 	srv := n.srv
 	for i, sh := range srv.shards {
-		// A socket's Wake is found through the wrapper; the memory network
-		// has none (its shards park one timer scan at most).
-		if sh.conn != batchio.Conn(wrapped[i]) || (sh.waker != nil) != (kind == udpNet) {
+		// The wrapped conn's Wake is found through the wrapper (a socket has
+		// one; a conn without parks its shard one timer scan at most).
+		_, canWake := wrapped[i].Unwrap().(batchio.Waker)
+		if sh.conn != batchio.Conn(wrapped[i]) || (sh.waker != nil) != canWake || (kind == udpNet && !canWake) {
 			t.Fatalf("shard %d: conn %T, waker %v", i, sh.conn, sh.waker)
 		}
 	}
@@ -628,7 +629,7 @@ func testCloseShardedUnderTraffic(t *testing.T, kind netKind) {
 	}
 	msgs := []batchio.Message{{Buf: make([]byte, 64)}}
 	for i, f := range wrapped {
-		if _, err := f.Inner().ReadBatch(msgs); err != nil {
+		if _, err := f.Unwrap().ReadBatch(msgs); err != nil {
 			t.Fatalf("shard %d: the conn given to NewServer was closed: %v", i, err)
 		}
 	}
