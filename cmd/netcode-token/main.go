@@ -1,9 +1,12 @@
-// Command netcode-token makes and reads netcode connect tokens.
+// Command netcode-token makes and reads netcode connect tokens, and serves
+// them over HTTP.
 //
 //	netcode-token keygen [-o FILE]
 //	netcode-token mint -protocol HEX -key-file F -client-id N -addr A [-addr B ...] [-internal-addr ...]
 //	                   [-expire SECONDS] [-timeout SECONDS] [-user-data HEX | -user-data-file F] [-url]
 //	netcode-token inspect [-key-file F] [-show-keys] [-json] [TOKEN | -]
+//	netcode-token serve -protocol HEX -key-file F -auth dev|bearer [-secrets-file F]
+//	                    -servers A,B | -health-servers URL=ADDR,... | -agones-url URL ...
 //
 // The private key is 64 hex digits, from -key-file or the environment
 // variable NETCODE_PRIVATE_KEY (-key-file wins). Tokens are printed as
@@ -60,6 +63,7 @@ commands:
   keygen   print a new private key (64 hex digits)
   mint     mint a connect token, printed as base64 on one line
   inspect  read a connect token (the private part too, with the key)
+  serve    run the HTTP token service
 
 "netcode-token COMMAND -h" lists a command's flags.
 `
@@ -68,6 +72,7 @@ var commands = map[string]func(*env, []string) error{
 	"keygen":  runKeygen,
 	"mint":    runMint,
 	"inspect": runInspect,
+	"serve":   runServe,
 }
 
 // run executes one command line and returns the exit status.
@@ -82,7 +87,7 @@ func run(e *env, args []string) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "netcode-token: unknown command %q; want keygen, mint or inspect\n", args[0])
+		fmt.Fprintf(e.stderr, "netcode-token: unknown command %q; want keygen, mint, inspect or serve\n", args[0])
 		return 2
 	}
 	err := cmd(e, args[1:])

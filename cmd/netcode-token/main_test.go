@@ -77,7 +77,7 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{nil, 2, "usage: netcode-token COMMAND"},
-		{[]string{"bake"}, 2, `unknown command "bake"; want keygen, mint or inspect`},
+		{[]string{"bake"}, 2, `unknown command "bake"; want keygen, mint, inspect or serve`},
 		{[]string{"help"}, 0, "commands:"},
 		{[]string{"mint", "-h"}, 0, "-client-id"},
 		{[]string{"mint", "-nope"}, 2, "flag provided but not defined: -nope"},
