@@ -120,17 +120,11 @@ func NewAgonesAllocatorDirectory(cfg AgonesConfig) (*AgonesAllocatorDirectory, e
 	if cfg.PortName == "" {
 		cfg.PortName = DefaultAgonesPortName
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultAgonesTimeout
-	}
-	if cfg.Timeout < 0 || cfg.Timeout > maxAgonesTimeout {
+	if !orDefault(&cfg.Timeout, DefaultAgonesTimeout, 0, maxAgonesTimeout) {
 		return nil, fmt.Errorf("backend: agones: Timeout %v; allowed up to %v (0 means %v)", cfg.Timeout, maxAgonesTimeout, DefaultAgonesTimeout)
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{
-			Transport:     &http.Transport{TLSClientConfig: cfg.TLSConfig, Proxy: nil, IdleConnTimeout: time.Minute, ForceAttemptHTTP2: true},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		cfg.Client = newHTTPClient(cfg.TLSConfig)
 	}
 	req := agonesRequest{Namespace: cfg.Namespace}
 	for _, s := range cfg.Selectors {

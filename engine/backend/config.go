@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -98,16 +99,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RateLimit, err = c.RateLimit.withDefaults(); err != nil {
 		return c, fmt.Errorf("backend: %w", err)
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > maxMaxBodyBytes {
+	if !orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes, 1, maxMaxBodyBytes) {
 		return c, fmt.Errorf("backend: MaxBodyBytes %d; allowed 1 to %d (0 means %d)", c.MaxBodyBytes, maxMaxBodyBytes, DefaultMaxBodyBytes)
 	}
-	if c.DirectoryTimeout == 0 {
-		c.DirectoryTimeout = DefaultDirectoryTimeout
-	}
-	if c.DirectoryTimeout < 0 || c.DirectoryTimeout > maxDirectoryTimeout {
+	if !orDefault(&c.DirectoryTimeout, DefaultDirectoryTimeout, 0, maxDirectoryTimeout) {
 		return c, fmt.Errorf("backend: DirectoryTimeout %v; allowed up to %v (0 means %v)", c.DirectoryTimeout, maxDirectoryTimeout, DefaultDirectoryTimeout)
 	}
 	if c.Logger == nil {
@@ -117,6 +112,16 @@ func (c Config) withDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	return c, nil
+}
+
+// orDefault sets *v to def when it is zero and reports whether it is then
+// within [lo, hi].
+func orDefault[T cmp.Ordered](v *T, def, lo, hi T) bool {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+	return *v >= lo && *v <= hi
 }
 
 // LogValue leaves the private key out of structured logs.

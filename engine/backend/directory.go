@@ -2,9 +2,12 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/netcode-go/netcode/codec"
 )
@@ -87,6 +90,15 @@ func NewStaticDirectory(servers []Server) (*StaticDirectory, error) {
 		}
 	}
 	return &StaticDirectory{servers: append([]Server(nil), servers...)}, nil
+}
+
+// newHTTPClient is a directory's default client: no proxy from the
+// environment (the servers are the operator's own), no redirects.
+func newHTTPClient(tlsConfig *tls.Config) *http.Client {
+	return &http.Client{
+		Transport:     &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute, ForceAttemptHTTP2: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Servers appends the configured servers to dst.

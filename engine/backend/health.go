@@ -96,10 +96,7 @@ func NewHealthDirectory(cfg HealthConfig) (*HealthDirectory, error) {
 	if n := len(cfg.Targets); n < 1 || n > maxHealthTargets {
 		return nil, fmt.Errorf("backend: health directory: %d targets; allowed 1 to %d", n, maxHealthTargets)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultHealthTimeout
-	}
-	if cfg.Timeout < 0 || cfg.Timeout > maxHealthTimeout {
+	if !orDefault(&cfg.Timeout, DefaultHealthTimeout, 0, maxHealthTimeout) {
 		return nil, fmt.Errorf("backend: health directory: Timeout %v; allowed up to %v (0 means %v)", cfg.Timeout, maxHealthTimeout, DefaultHealthTimeout)
 	}
 	if cfg.CacheFor == 0 {
@@ -108,17 +105,11 @@ func NewHealthDirectory(cfg HealthConfig) (*HealthDirectory, error) {
 	if cfg.CacheFor > maxHealthCacheFor {
 		return nil, fmt.Errorf("backend: health directory: CacheFor %v; allowed up to %v (0 means %v, negative: no cache)", cfg.CacheFor, maxHealthCacheFor, DefaultHealthCacheFor)
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultHealthConcurrency
-	}
-	if cfg.Concurrency < 1 || cfg.Concurrency > maxHealthConcurrency {
+	if !orDefault(&cfg.Concurrency, DefaultHealthConcurrency, 1, maxHealthConcurrency) {
 		return nil, fmt.Errorf("backend: health directory: Concurrency %d; allowed 1 to %d (0 means %d)", cfg.Concurrency, maxHealthConcurrency, DefaultHealthConcurrency)
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{
-			Transport:     &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		cfg.Client = newHTTPClient(nil)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -40,22 +40,13 @@ type RateLimit struct {
 }
 
 func (r RateLimit) withDefaults() (RateLimit, error) {
-	if r.PerSecond == 0 {
-		r.PerSecond = DefaultRatePerSecond
-	}
-	if r.Burst == 0 {
-		r.Burst = DefaultRateBurst
-	}
-	if r.MaxIdentities == 0 {
-		r.MaxIdentities = DefaultMaxIdentities
-	}
-	if !(r.PerSecond > 0 && r.PerSecond <= maxRatePerSecond) {
+	if !orDefault(&r.PerSecond, DefaultRatePerSecond, math.SmallestNonzeroFloat64, maxRatePerSecond) {
 		return r, fmt.Errorf("RateLimit.PerSecond %g; allowed more than 0 up to %g (0 means %g)", r.PerSecond, float64(maxRatePerSecond), DefaultRatePerSecond)
 	}
-	if r.Burst < 1 || r.Burst > maxRateBurst {
+	if !orDefault(&r.Burst, DefaultRateBurst, 1, maxRateBurst) {
 		return r, fmt.Errorf("RateLimit.Burst %d; allowed 1 to %d (0 means %d)", r.Burst, maxRateBurst, DefaultRateBurst)
 	}
-	if r.MaxIdentities < 1 || r.MaxIdentities > maxIdentities {
+	if !orDefault(&r.MaxIdentities, DefaultMaxIdentities, 1, maxIdentities) {
 		return r, fmt.Errorf("RateLimit.MaxIdentities %d; allowed 1 to %d (0 means %d)", r.MaxIdentities, maxIdentities, DefaultMaxIdentities)
 	}
 	return r, nil
