@@ -134,47 +134,38 @@ func NewHealthDirectory(cfg HealthConfig) (*HealthDirectory, error) {
 }
 
 // Servers appends up to MaxServers ready servers with free slots to dst,
-// most free slots first.
+// most free slots first. A caller that finds the cache stale runs a round
+// of probes (bounded by Timeout, whatever its ctx) and callers arriving
+// meanwhile wait for that round, or for their ctx.
 func (d *HealthDirectory) Servers(ctx context.Context, dst []Server) ([]Server, error) {
-	for {
+	d.mu.Lock()
+	switch {
+	case d.round != nil:
+		round := d.round
+		d.mu.Unlock()
+		select {
+		case <-round:
+		case <-ctx.Done():
+			return dst, ctx.Err()
+		}
 		d.mu.Lock()
-		if d.round == nil && !d.probedAt.IsZero() && d.cfg.Now().Sub(d.probedAt) < d.cfg.CacheFor {
-			dst = append(dst, d.ranked...)
-			d.mu.Unlock()
-			if len(d.ranked) == 0 {
-				return dst, ErrNoServers
-			}
-			return dst, nil
-		}
-		if round := d.round; round != nil {
-			d.mu.Unlock()
-			select {
-			case <-round:
-				continue
-			case <-ctx.Done():
-				return dst, ctx.Err()
-			}
-		}
+	case d.probedAt.IsZero() || d.cfg.CacheFor < 0 || d.cfg.Now().Sub(d.probedAt) >= d.cfg.CacheFor:
 		round := make(chan struct{})
 		d.round = round
 		d.mu.Unlock()
-
-		// The round uses its own deadline, not ctx: its result is shared
+		// The round has its own deadline, not ctx: its result is shared
 		// with every caller waiting for it.
 		ranked := d.probeAll()
-
 		d.mu.Lock()
 		d.ranked, d.probedAt, d.round = ranked, d.cfg.Now(), nil
-		d.mu.Unlock()
 		close(round)
-		if d.cfg.CacheFor < 0 { // no cache: this round is for this call only
-			dst = append(dst, ranked...)
-			if len(ranked) == 0 {
-				return dst, ErrNoServers
-			}
-			return dst, nil
-		}
 	}
+	ranked := d.ranked // replaced, never modified, by later rounds
+	d.mu.Unlock()
+	if len(ranked) == 0 {
+		return dst, ErrNoServers
+	}
+	return append(dst, ranked...), nil
 }
 
 type probeResult struct {

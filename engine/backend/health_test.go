@@ -241,3 +241,25 @@ func TestHandlerSkipsDrainingServer(t *testing.T) {
 		t.Errorf("every server draining: status %d; want 503", w.Code)
 	}
 }
+
+// A round that takes longer than CacheFor still ends the call that ran it:
+// it returns that round's result instead of probing again.
+func TestHealthDirectorySlowRound(t *testing.T) {
+	srv := newFakeGameServer(t, true, load([]int{1}, 8))
+	var ticks atomic.Int64
+	now := func() time.Time { return testStart.Add(time.Duration(ticks.Add(1)) * time.Hour) } // every reading an hour later
+	d, err := NewHealthDirectory(HealthConfig{Targets: []HealthTarget{target(srv.URL, 1)}, CacheFor: time.Nanosecond, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []Server, 1)
+	go func() { got, _ := d.Servers(context.Background(), nil); done <- got }()
+	select {
+	case got := <-done:
+		if len(got) != 1 || srv.readyHits.Load() != 1 {
+			t.Errorf("got %v after %d probes; want the server after 1", got, srv.readyHits.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Servers still probing after %d rounds", srv.readyHits.Load())
+	}
+}
