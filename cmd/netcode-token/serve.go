@@ -103,7 +103,7 @@ func runServe(e *env, args []string) error {
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      cfg.DirectoryTimeout + 10*time.Second,
+		WriteTimeout:      backend.DefaultDirectoryTimeout + 10*time.Second, // the handler bounds its directory call
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
