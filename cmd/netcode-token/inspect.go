@@ -32,7 +32,7 @@ const maxTokenText = 64 << 10
 // runInspect prints a token's fields.
 func runInspect(e *env, args []string) error {
 	fs := newFlagSet(e, "inspect", "[-key-file F] [-show-keys] [-json] [TOKEN | -]")
-	keyFile := fs.String("key-file", "", "file holding the private key as 64 hex digits, to open the private part (default: $"+keyEnv+" if set)")
+	keyFile := fs.String("key-file", "", "`FILE` holding the private key as 64 hex digits, to open the private part (default: $"+keyEnv+" if set)")
 	showKeys := fs.Bool("show-keys", false, "print the session keys: they are the client's secrets")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {

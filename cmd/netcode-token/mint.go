@@ -14,15 +14,15 @@ import (
 // runMint mints a connect token and prints it as base64 on one line.
 func runMint(e *env, args []string) error {
 	fs := newFlagSet(e, "mint", "-protocol HEX -key-file F -client-id N -addr A [-addr B ...] [flags]")
-	protocol := fs.String("protocol", "", "protocol id: 1 to 16 hex digits (required)")
-	keyFile := fs.String("key-file", "", "file holding the private key as 64 hex digits (default: $"+keyEnv+")")
-	clientID := fs.String("client-id", "", "client id: a decimal number 0 to 18446744073709551615 (required)")
+	protocol := fs.String("protocol", "", "protocol id: 1 to 16 `HEX` digits (required)")
+	keyFile := fs.String("key-file", "", "`FILE` holding the private key as 64 hex digits (default: $"+keyEnv+")")
+	clientID := fs.String("client-id", "", "client id: a decimal `N` from 0 to 18446744073709551615 (required)")
 	var public, internal addrList
-	fs.Var(&public, "addr", "server address the client dials, IPv4:port or [IPv6]:port; repeat for 1 to 32 servers in order of preference")
-	fs.Var(&internal, "internal-addr", "the address each server knows itself by, one per -addr in the same order (default: the same as -addr)")
-	expire := fs.Int64("expire", int64(defaultTokenLifetime/time.Second), "seconds from now until the token expires, or -1 for never; keep it equal to the servers' MaxConnectTokenLifetime")
-	timeout := fs.Int64("timeout", 10, "connection timeout in seconds, 1 to 2147483647, or -1 for none (development only)")
-	userData := fs.String("user-data", "", "user data for the server: up to 256 bytes as hex")
+	fs.Var(&public, "addr", "server `ADDR`ess the client dials, IPv4:port or [IPv6]:port; repeat for 1 to 32 servers in order of preference")
+	fs.Var(&internal, "internal-addr", "the `ADDR`ess each server knows itself by, one per -addr in the same order (default: the same as -addr)")
+	expire := fs.Int64("expire", int64(defaultTokenLifetime/time.Second), "`SECONDS` from now until the token expires, or -1 for never; keep it equal to the servers' MaxConnectTokenLifetime")
+	timeout := fs.Int64("timeout", 10, "connection timeout in `SECONDS`, 1 to 2147483647, or -1 for none (development only)")
+	userData := fs.String("user-data", "", "user data for the server: up to 256 bytes as `HEX`")
 	userDataFile := fs.String("user-data-file", "", "read the user data (up to 256 bytes) from `FILE`")
 	url := fs.Bool("url", false, "print with the URL-safe base64 alphabet (- and _), unpadded")
 	if err := parseFlags(fs, args); err != nil {

@@ -55,8 +55,8 @@ func serveFlags(e *env) (*flag.FlagSet, *serveOptions) {
 	o := &serveOptions{}
 	fs := newFlagSet(e, "serve", "-protocol HEX -key-file F -auth dev|bearer [-secrets-file F] -servers A,B | -health-servers URL=ADDR,... | -agones-url URL [flags]")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on; POST /token answers with a token, GET /healthz with 200")
-	fs.StringVar(&o.protocol, "protocol", "", "protocol id: 1 to 16 hex digits (required)")
-	fs.StringVar(&o.keyFile, "key-file", "", "file holding the private key as 64 hex digits (default: $"+keyEnv+")")
+	fs.StringVar(&o.protocol, "protocol", "", "protocol id: 1 to 16 `HEX` digits (required)")
+	fs.StringVar(&o.keyFile, "key-file", "", "`FILE` holding the private key as 64 hex digits (default: $"+keyEnv+")")
 	fs.Int64Var(&o.lifetime, "lifetime", int64(defaultTokenLifetime/time.Second), "token lifetime in seconds, 1 to 86400; must equal the servers' MaxConnectTokenLifetime")
 	fs.Int64Var(&o.timeout, "timeout", backend.DefaultTimeoutSeconds, "connection timeout in the tokens, 1 to 86400 seconds, or -1 for none (development only)")
 	fs.StringVar(&o.auth, "auth", "", "how callers are identified: dev (loopback callers only, client id from the client_id query parameter) or bearer (Authorization: Bearer SECRET, from -secrets-file)")
