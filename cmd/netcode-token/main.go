@@ -27,15 +27,17 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/netcode-go/netcode/engine"
 )
 
 // keyEnv is the environment variable that may hold the private key.
 const keyEnv = "NETCODE_PRIVATE_KEY"
 
-// defaultTokenLifetime must equal the servers' MaxConnectTokenLifetime
+// defaultTokenLifetime is the servers' default MaxConnectTokenLifetime
 // (the restart rule's lifetime): mint's default -expire and serve's
 // default -lifetime.
-const defaultTokenLifetime = 30 * time.Second
+const defaultTokenLifetime = engine.DefaultMaxConnectTokenLifetime
 
 // env is what a subcommand may touch, so tests run them in-process.
 type env struct {

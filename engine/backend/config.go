@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/engine"
 )
 
 // Defaults and bounds of Config.
 const (
-	// defaultTokenLifetime must equal the servers' MaxConnectTokenLifetime
-	// (the restart rule's lifetime, 30 s by default).
-	defaultTokenLifetime = 30 * time.Second
+	// defaultTokenLifetime is the servers' default MaxConnectTokenLifetime
+	// (the restart rule's lifetime), which tokens' lifetime must equal.
+	defaultTokenLifetime = engine.DefaultMaxConnectTokenLifetime
 	// maxTokenLifetime is the largest lifetime a server accepts as its
 	// MaxConnectTokenLifetime.
-	maxTokenLifetime = 24 * time.Hour
+	maxTokenLifetime = engine.MaxConnectTokenLifetimeLimit
 
 	// DefaultTimeoutSeconds is the tokens' connection timeout when
 	// Config.TimeoutSeconds is 0.
