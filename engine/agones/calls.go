@@ -72,3 +72,19 @@ func (s *SDK) SetAnnotation(ctx context.Context, key, value string) error {
 	}
 	return s.do(ctx, call{name: "SetAnnotation " + key, method: "PUT", path: "/metadata/annotation", in: wireKeyValue{key, value}, idempotent: true})
 }
+
+// WaitGameServer is GameServer retried with backoff, whatever the failure,
+// until it succeeds or ctx is done: for reading the public address before
+// serving, when the sidecar may not be up yet.
+func (s *SDK) WaitGameServer(ctx context.Context) (*GameServer, error) {
+	one := s.withAttempts(1)
+	for n := 1; ; n++ {
+		gs, err := one.GameServer(ctx)
+		if err == nil {
+			return gs, nil
+		}
+		if ctx.Err() != nil || !sleep(ctx, s.retry.delay(n)) {
+			return nil, fmt.Errorf("agones: WaitGameServer: %w (last error: %v)", context.Cause(ctx), err)
+		}
+	}
+}

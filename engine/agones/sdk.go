@@ -159,6 +159,14 @@ func (s *SDK) Stats() SDKStats {
 	return st
 }
 
+// withAttempts returns a copy of s that makes at most n attempts per call
+// and shares its client and counters.
+func (s *SDK) withAttempts(n int) *SDK {
+	c := *s
+	c.retry.MaxAttempts = n
+	return &c
+}
+
 // Error is a failed sidecar call.
 type Error struct {
 	Call   string // the SDK method, with its argument when it names one

@@ -450,3 +450,22 @@ func TestSDKSetMetadata(t *testing.T) {
 	}
 	sc.CheckClean(t)
 }
+
+func TestWaitGameServer(t *testing.T) {
+	checkNoLeak(t)
+	sc := agonestest.Start(t, agonestest.Config{Down: true, UpAfterDials: 6, Name: "late"})
+	s := newSDK(t, sc, Config{})
+	gs, err := s.WaitGameServer(context.Background())
+	if err != nil || gs.ObjectMeta.Name != "late" || sc.Dials() != 6 {
+		t.Fatalf("got %+v, %v after %d dials; want the GameServer after 6", gs, err, sc.Dials())
+	}
+
+	down := agonestest.Start(t, agonestest.Config{Down: true})
+	s2 := newSDK(t, down, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	within(t, 10*time.Second, "WaitGameServer", func() { gs, err = s2.WaitGameServer(ctx) })
+	if gs != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("got %v, %v; want the deadline and the refusal", gs, err)
+	}
+}
