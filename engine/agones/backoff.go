@@ -63,13 +63,15 @@ func (b Backoff) delay(n int) time.Duration {
 	return half + rand.N(d-half+1)
 }
 
-// sleep waits d or until ctx is done; it reports whether the full wait
-// elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d, or until ctx is done or stop (which may be nil) is
+// closed; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-stop:
 		return false
 	case <-t.C:
 		return true

@@ -22,12 +22,17 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestSleep(t *testing.T) {
-	if !sleep(context.Background(), time.Microsecond) {
+	if !sleep(context.Background(), time.Microsecond, nil) {
 		t.Error("sleep with a live context reported it was cut short")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if sleep(ctx, time.Hour) {
+	if sleep(ctx, time.Hour, nil) {
 		t.Error("sleep with a done context reported a full wait")
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if sleep(context.Background(), time.Hour, stop) {
+		t.Error("sleep with a closed stop reported a full wait")
 	}
 }

@@ -78,13 +78,17 @@ func (s *SDK) SetAnnotation(ctx context.Context, key, value string) error {
 // serving, when the sidecar may not be up yet.
 func (s *SDK) WaitGameServer(ctx context.Context) (*GameServer, error) {
 	one := s.withAttempts(1)
+	var last error // the newest failure not caused by ctx ending
 	for n := 1; ; n++ {
 		gs, err := one.GameServer(ctx)
 		if err == nil {
 			return gs, nil
 		}
-		if ctx.Err() != nil || !sleep(ctx, s.retry.delay(n)) {
-			return nil, fmt.Errorf("agones: WaitGameServer: %w (last error: %v)", context.Cause(ctx), err)
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if ctx.Err() != nil || !sleep(ctx, s.retry.delay(n), nil) {
+			return nil, fmt.Errorf("agones: WaitGameServer: %w (last error: %v)", context.Cause(ctx), last)
 		}
 	}
 }

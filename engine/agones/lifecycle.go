@@ -133,11 +133,13 @@ type Lifecycle struct {
 	closing context.Context // done once Close is called
 	close   context.CancelFunc
 
-	mu      sync.Mutex
-	started bool
-	ended   bool // Shutdown was called
-	stop    context.CancelFunc
-	done    chan struct{} // closed when the goroutines have returned
+	mu       sync.Mutex
+	started  bool
+	ended    bool               // Shutdown was called
+	stop     context.CancelFunc // cuts the calls in flight short
+	quit     chan struct{}      // closed to stop the loops between calls
+	quitOnce sync.Once
+	done     chan struct{} // closed when the goroutines have returned
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -229,6 +231,7 @@ func (l *Lifecycle) Start(ctx context.Context) error {
 	run, cancel := context.WithCancel(ctx)
 	unhook := context.AfterFunc(l.closing, cancel)
 	l.stop = cancel
+	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
 	go func() {
 		defer close(l.done)
@@ -243,8 +246,10 @@ func (l *Lifecycle) Start(ctx context.Context) error {
 func (l *Lifecycle) Ready() <-chan struct{} { return l.ready }
 
 // Shutdown ends the lifecycle at the end of a drain: it stops the Health
-// pings and player syncs, then calls Shutdown on the sidecar, retrying with
-// backoff until it succeeds or ctx is done (or Close is called).
+// pings and player syncs, letting a call in flight finish so that Shutdown
+// is the last call the sidecar sees, then calls Shutdown on the sidecar,
+// retrying with backoff until it succeeds or ctx is done (or Close is
+// called).
 func (l *Lifecycle) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -252,9 +257,10 @@ func (l *Lifecycle) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
 	l.ended = true
 	l.mu.Unlock()
-	if err := l.halt(ctx); err != nil {
+	if err := l.halt(ctx, false); err != nil {
 		return fmt.Errorf("agones: Lifecycle.Shutdown: stopping the loops: %w", err)
 	}
+	var last error // the newest failure not caused by ctx ending
 	for n := 1; ; n++ {
 		err := l.callErr(ctx, "Shutdown", l.sdk.Shutdown(ctx))
 		if err == nil {
@@ -262,8 +268,11 @@ func (l *Lifecycle) Shutdown(ctx context.Context) error {
 			l.log.Info("agones: Shutdown accepted")
 			return nil
 		}
-		if ctx.Err() != nil || !sleep(ctx, l.retry.delay(n)) {
-			return fmt.Errorf("agones: Lifecycle.Shutdown: %w (last error: %v)", context.Cause(ctx), err)
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if ctx.Err() != nil || !sleep(ctx, l.retry.delay(n), nil) {
+			return fmt.Errorf("agones: Lifecycle.Shutdown: %w (last error: %v)", context.Cause(ctx), last)
 		}
 	}
 }
@@ -273,23 +282,39 @@ func (l *Lifecycle) Shutdown(ctx context.Context) error {
 // return nil at once.
 func (l *Lifecycle) Close() error {
 	l.close()
-	return l.halt(context.Background())
+	return l.halt(context.Background(), true)
 }
 
-// halt stops the goroutines, if started, and waits for them or ctx.
-func (l *Lifecycle) halt(ctx context.Context) error {
+// halt stops the goroutines, if started, and waits for them or ctx. The
+// loops stop between calls; a call in flight is cut short at once if hard,
+// else when ctx ends.
+func (l *Lifecycle) halt(ctx context.Context, hard bool) error {
 	l.mu.Lock()
-	stop, done := l.stop, l.done
+	stop, quit, done := l.stop, l.quit, l.done
 	l.mu.Unlock()
 	if stop == nil {
 		return nil
 	}
-	stop()
+	l.quitOnce.Do(func() { close(quit) })
+	if hard {
+		stop()
+	}
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		stop() // the goroutines return promptly now; Close waits for them
 		return ctx.Err()
+	}
+}
+
+// quitting reports whether the loops are to stop.
+func (l *Lifecycle) quitting() bool {
+	select {
+	case <-l.quit:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -340,21 +365,17 @@ func (l *Lifecycle) waitReady(ctx context.Context) bool {
 			wait = l.retry.delay(n)
 			n++
 		}
-		if ctx.Err() != nil || !sleep(ctx, wait) {
+		if ctx.Err() != nil || !sleep(ctx, wait, l.quit) {
 			return false
 		}
 	}
 }
 
 func (l *Lifecycle) healthLoop(ctx context.Context) {
-	t := time.NewTicker(l.cfg.HealthInterval)
-	defer t.Stop()
 	for {
 		l.healthOnce(ctx)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, l.cfg.HealthInterval, l.quit) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -380,27 +401,23 @@ func (l *Lifecycle) healthOnce(ctx context.Context) {
 }
 
 func (l *Lifecycle) syncLoop(ctx context.Context) {
-	t := time.NewTicker(l.cfg.SyncInterval)
-	defer t.Stop()
 	var buf []uint64
 	for {
 		l.syncMetadata(ctx)
-		if l.tracker != nil {
+		if l.tracker != nil && !l.quitting() {
 			buf = l.srv.Players(buf[:0])
 			l.tracker.sync(ctx, buf, l.srv.Capacity(), l.cfg.MaxChangesPerSync)
 			l.syncRounds.Add(1)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, l.cfg.SyncInterval, l.quit) {
 			return
-		case <-t.C:
 		}
 	}
 }
 
 // syncMetadata sets the configured labels and annotations still pending.
 func (l *Lifecycle) syncMetadata(ctx context.Context) {
-	for len(l.metaPending) > 0 {
+	for len(l.metaPending) > 0 && !l.quitting() {
 		m := l.metaPending[0]
 		var err error
 		if m.label {

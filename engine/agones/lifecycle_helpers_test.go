@@ -21,6 +21,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitReady waits for l's Ready, for up to 10s.
+func waitReady(t *testing.T, l *Lifecycle) {
+	t.Helper()
+	select {
+	case <-l.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("never Ready")
+	}
+}
+
+// noLifecycleGoroutines fails t if Lifecycle goroutines remain after
+// what (which waited for them). A goroutine past its last statement may
+// still show for a moment, hence the short poll.
+func noLifecycleGoroutines(t *testing.T, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); lifecycleGoroutines() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Lifecycle goroutines after %s", lifecycleGoroutines(), what)
+		}
+	}
+}
+
 // lifecycleGoroutines counts goroutines running Lifecycle code now.
 func lifecycleGoroutines() int {
 	buf := make([]byte, 1<<20)

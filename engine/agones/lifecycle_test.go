@@ -82,11 +82,7 @@ func testSequence(t *testing.T, mode Tracking) {
 	}
 
 	// Late sidecar: refused three times, then Ready.
-	select {
-	case <-l.Ready():
-	case <-time.After(deadline):
-		t.Fatal("never Ready")
-	}
+	waitReady(t, l)
 	if sc.Dials() < 4 || sc.State() != StateReady {
 		t.Fatalf("%d dials, state %q; want 4 or more, Ready", sc.Dials(), sc.State())
 	}
@@ -142,9 +138,7 @@ func testSequence(t *testing.T, mode Tracking) {
 	if sc.State() != StateShutdown || !l.Stats().Shutdown {
 		t.Errorf("state %q, stats %+v; want Shutdown", sc.State(), l.Stats())
 	}
-	if n := lifecycleGoroutines(); n != 0 {
-		t.Errorf("%d Lifecycle goroutines after Shutdown", n)
-	}
+	noLifecycleGoroutines(t, "Shutdown")
 	n := len(sc.Calls())
 	time.Sleep(10 * tick)
 	calls := sc.Calls()
@@ -194,7 +188,7 @@ func TestLifecycleFailingSidecar(t *testing.T) {
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "5 failed Ready attempts", func() bool { return sc.Count("POST", "/ready") >= 5 })
+	waitFor(t, "5 failed Ready attempts", func() bool { return l.Stats().Failures >= 5 })
 	select {
 	case <-l.Ready():
 		t.Fatal("Ready while the sidecar fails")
@@ -209,11 +203,7 @@ func TestLifecycleFailingSidecar(t *testing.T) {
 	}
 
 	sc.Fail(0)
-	select {
-	case <-l.Ready():
-	case <-time.After(deadline):
-		t.Fatal("not Ready after the sidecar recovered")
-	}
+	waitReady(t, l)
 	waitPlayers(t, sc, TrackList, 4, 1)
 
 	// Failing after Ready: pings and syncs fail, and come back.
@@ -228,16 +218,14 @@ func TestLifecycleFailingSidecar(t *testing.T) {
 
 	// Shutdown against a failing sidecar returns with its context.
 	sc.Fail(500)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	within(t, deadline, "Shutdown", func() { err = l.Shutdown(ctx) })
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Errorf("Shutdown: %v; want the deadline and the last error", err)
 	}
 	within(t, deadline, "Close", func() { l.Close() })
-	if n := lifecycleGoroutines(); n != 0 {
-		t.Errorf("%d Lifecycle goroutines after Close", n)
-	}
+	noLifecycleGoroutines(t, "Close")
 	sc.CheckClean(t)
 }
 
@@ -262,23 +250,21 @@ func TestLifecycleHangingSidecar(t *testing.T) {
 				t.Fatal(err)
 			}
 			if when == "after Ready" {
-				<-l.Ready()
+				waitReady(t, l)
 				sc.Hang()
 				n := sc.Count("POST", "/health")
 				waitFor(t, "a hanging Health", func() bool { return sc.Count("POST", "/health") > n })
 			} else {
 				waitFor(t, "a hanging Ready", func() bool { return sc.Count("POST", "/ready") > 0 })
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			within(t, deadline, "Shutdown", func() { err = l.Shutdown(ctx) })
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Shutdown: %v; want the deadline", err)
 			}
 			within(t, deadline, "Close", func() { l.Close() })
-			if n := lifecycleGoroutines(); n != 0 {
-				t.Errorf("%d Lifecycle goroutines after Close", n)
-			}
+			noLifecycleGoroutines(t, "Close")
 			if st := l.Stats(); st.Shutdown || st.Failures != 0 {
 				t.Errorf("stats %+v; want no Shutdown and no failures blamed on the sidecar for calls we cut short", st)
 			}
@@ -328,11 +314,7 @@ func TestLifecycleWaitsForLive(t *testing.T) {
 		t.Fatalf("%d requests while not live", n)
 	}
 	srv.setLive(true)
-	select {
-	case <-l.Ready():
-	case <-time.After(deadline):
-		t.Fatal("never Ready")
-	}
+	waitReady(t, l)
 }
 
 // TestLifecycleStartContext: cancelling Start's context stops the
@@ -346,7 +328,7 @@ func TestLifecycleStartContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.Start(ctx)
-	<-l.Ready()
+	waitReady(t, l)
 	cancel()
 	waitFor(t, "the goroutines to stop", func() bool { return lifecycleGoroutines() == 0 })
 	l.Close()
@@ -420,5 +402,46 @@ func TestLifecycleConfigCheck(t *testing.T) {
 				t.Errorf("err %v; want one mentioning %q", err, tc.errHas)
 			}
 		})
+	}
+}
+
+// TestLifecycleShutdownIsLast: Shutdown lets a call in flight finish before
+// it sends Shutdown, so that the sidecar sees nothing after it.
+func TestLifecycleShutdownIsLast(t *testing.T) {
+	checkNoLeak(t)
+	sc := agonestest.Start(t, agonestest.Config{})
+	l, err := NewLifecycle(newSDK(t, sc, Config{RequestTimeout: time.Minute}), newFakeServer(1), testLifecycleConfig(TrackNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Start(context.Background())
+	waitReady(t, l)
+	sc.Hang()
+	n := sc.Count("POST", "/health")
+	waitFor(t, "a hanging Health", func() bool { return sc.Count("POST", "/health") > n })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		done <- l.Shutdown(ctx)
+	}()
+	time.Sleep(10 * tick)
+	if sc.Count("POST", "/shutdown") != 0 {
+		t.Fatal("Shutdown sent while a Health was in flight")
+	}
+	sc.Release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("Shutdown did not return after Release")
+	}
+	calls := sc.Calls()
+	last, before := calls[len(calls)-1], calls[len(calls)-2]
+	if last.Path != "/shutdown" || before.Path != "/health" || before.Status != 200 {
+		t.Errorf("last calls %+v, %+v; want the Health answered, then Shutdown", before, last)
 	}
 }

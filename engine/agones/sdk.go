@@ -230,7 +230,7 @@ func (s *SDK) do(ctx context.Context, c call) error {
 			return nil
 		}
 		e.Attempts = n
-		if !retry || n >= s.retry.MaxAttempts || ctx.Err() != nil || !sleep(ctx, s.retry.delay(n)) {
+		if !retry || n >= s.retry.MaxAttempts || ctx.Err() != nil || !sleep(ctx, s.retry.delay(n), nil) {
 			return s.failed(e)
 		}
 	}

@@ -462,7 +462,7 @@ func TestWaitGameServer(t *testing.T) {
 
 	down := agonestest.Start(t, agonestest.Config{Down: true})
 	s2 := newSDK(t, down, Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	within(t, 10*time.Second, "WaitGameServer", func() { gs, err = s2.WaitGameServer(ctx) })
 	if gs != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "refused") {

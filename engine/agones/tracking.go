@@ -7,8 +7,8 @@ import (
 )
 
 // tracker keeps the sidecar's view of the players in step with the
-// server's. sync makes at most budget sidecar calls per round and is called
-// from one goroutine only.
+// server's. sync makes at most budget sidecar calls per round, stops early
+// when the Lifecycle is quitting, and is called from one goroutine only.
 type tracker interface {
 	sync(ctx context.Context, players []uint64, capacity, budget int)
 }
@@ -117,7 +117,7 @@ func (t *setTracker) sync(ctx context.Context, players []uint64, capacity, budge
 	}
 	// Removals first: they make room for the additions.
 	for id := range t.held {
-		if budget == 0 {
+		if budget == 0 || t.l.quitting() {
 			return
 		}
 		if _, ok := t.want[id]; ok {
@@ -130,7 +130,7 @@ func (t *setTracker) sync(ctx context.Context, players []uint64, capacity, budge
 		delete(t.held, id)
 		t.l.playerChanges.Add(1)
 	}
-	if t.cap != want && budget > 0 {
+	if t.cap != want && budget > 0 && !t.l.quitting() {
 		budget--
 		if t.fail(ctx, "capacity", t.store.setCapacity(ctx, want)) {
 			return
@@ -139,7 +139,7 @@ func (t *setTracker) sync(ctx context.Context, players []uint64, capacity, budge
 		t.l.playerChanges.Add(1)
 	}
 	for _, id := range players {
-		if budget == 0 {
+		if budget == 0 || t.l.quitting() {
 			return
 		}
 		if _, ok := t.held[id]; ok {

@@ -312,6 +312,17 @@ func qualifiedName(s string) bool {
 	return an(s[0]) && an(s[len(s)-1])
 }
 
+// sameName checks that a name in the body, if any, is the path's (the
+// gateway fills the field from the path).
+func (q *request) sameName(f fields, name string) bool {
+	n, ok := q.str(f, "name", false)
+	if ok && n != "" && n != name {
+		q.bad("body name %q differs from the path's %q", n, name)
+		return false
+	}
+	return ok
+}
+
 // validName refuses an empty path name or one with a slash in it (which
 // the gateway would not route to the name).
 func (q *request) validName(name string) bool {
@@ -340,10 +351,7 @@ func (s *Sidecar) counter(q *request, name string) {
 	if !ok {
 		return
 	}
-	if n, ok := q.str(f, "name", false); !ok || n != "" && n != name {
-		if ok {
-			q.bad("body name %q differs from the path's %q", n, name)
-		}
+	if !q.sameName(f, name) {
 		return
 	}
 	count, hasCount, ok1 := q.int64(f, "count")
@@ -420,10 +428,7 @@ func (s *Sidecar) list(q *request, rest string) {
 	if !ok {
 		return
 	}
-	if n, ok := q.str(f, "name", false); !ok || n != "" && n != name {
-		if ok {
-			q.bad("body name %q differs from the path's %q", n, name)
-		}
+	if !q.sameName(f, name) {
 		return
 	}
 	capacity, hasCap, ok1 := q.int64(f, "capacity")
@@ -459,10 +464,7 @@ func (s *Sidecar) listValue(q *request, name string, l *List, add bool) {
 	if !ok {
 		return
 	}
-	if n, ok := q.str(f, "name", false); !ok || n != "" && n != name {
-		if ok {
-			q.bad("body name %q differs from the path's %q", n, name)
-		}
+	if !q.sameName(f, name) {
 		return
 	}
 	v, ok := q.str(f, "value", true)

@@ -194,14 +194,27 @@ func TestFailAndHang(t *testing.T) {
 	if _, err := s.Client().Do(req); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hanging: err %v; want the deadline", err)
 	}
-	done := make(chan int)
-	go func() {
-		code, _ := send(t, s, "POST", "/health", "application/json", "{}")
-		done <- code
-	}()
-	for s.Count("POST", "/health") < 3 {
-		time.Sleep(time.Millisecond)
+	// hanging sends a Health and waits until the sidecar holds it.
+	hanging := func() chan int {
+		done := make(chan int, 1)
+		n := s.Count("POST", "/health")
+		go func() {
+			resp, err := s.Client().Post("http://"+s.Addr()+"/health", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		for deadline := time.Now().Add(10 * time.Second); s.Count("POST", "/health") == n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the request never reached the sidecar")
+			}
+		}
+		return done
 	}
+	done := hanging()
 	s.Release()
 	select {
 	case code := <-done:
@@ -213,13 +226,7 @@ func TestFailAndHang(t *testing.T) {
 	}
 	// Close answers whatever still hangs.
 	s.Hang()
-	go func() {
-		code, _ := send(t, s, "POST", "/health", "application/json", "{}")
-		done <- code
-	}()
-	for s.Count("POST", "/health") < 4 {
-		time.Sleep(time.Millisecond)
-	}
+	done = hanging()
 	s.Close()
 	if code := <-done; code != 200 {
 		t.Errorf("after Close: %d", code)
