@@ -40,6 +40,7 @@ const (
 	TrackPlayers
 )
 
+// String names the mode.
 func (t Tracking) String() string {
 	switch t {
 	case TrackNone:
@@ -171,7 +172,7 @@ type LifecycleStats struct {
 	Failures      uint64 // sidecar calls that failed
 	HealthSent    uint64 // Health pings that succeeded
 	HealthSkipped uint64 // Health periods skipped because the server was not live
-	SyncRounds    uint64
+	SyncRounds    uint64 // player sync rounds run
 	// PlayerChanges counts player and capacity updates the sidecar
 	// accepted.
 	PlayerChanges uint64

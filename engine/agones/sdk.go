@@ -125,7 +125,10 @@ func NewSDK(cfg Config) (*SDK, error) {
 		stats:   new(sdkStats),
 	}
 	if s.client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := &http.Transport{}
+		if d, ok := http.DefaultTransport.(*http.Transport); ok {
+			t = d.Clone() // its dial and idle timeouts
+		}
 		t.Proxy = nil
 		t.MaxIdleConnsPerHost = 4
 		s.own = t
@@ -183,6 +186,7 @@ type Error struct {
 	Err error
 }
 
+// Error says which call failed, how, and after how many attempts.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agones: %s (%s %s)", e.Call, e.Method, e.Path)
@@ -201,6 +205,8 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns Err, so that errors.Is finds context.DeadlineExceeded
+// and the like.
 func (e *Error) Unwrap() error { return e.Err }
 
 // call is one gateway operation.

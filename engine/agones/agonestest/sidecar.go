@@ -108,7 +108,10 @@ func New(cfg Config) (*Sidecar, error) {
 	s := &Sidecar{counts: make(map[string]int), upAfter: cfg.UpAfterDials, gs: newGameServer(cfg)}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.addr = s.srv.Listener.Addr().String()
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := &http.Transport{}
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone()
+	}
 	t.Proxy = nil
 	t.DialContext = s.dial
 	s.transport = t
