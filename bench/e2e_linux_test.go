@@ -20,7 +20,7 @@ const testProtocolID = 0x1122334455667788
 // it and waits for its goroutine.
 func startTestEcho(t *testing.T, key []byte, maxClients int) (*EchoServer, netip.AddrPort) {
 	t.Helper()
-	conn, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{})
+	conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

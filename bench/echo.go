@@ -33,7 +33,7 @@ type EchoCounters struct {
 type EchoServer struct {
 	srv  *engine.Server
 	wait batchio.Conn
-	lock bool // lock Run to its OS thread (RecvBlock sockets)
+	lock bool // lock Run to its OS thread (BlockingWait sockets)
 
 	// The connected slots, kept dense by OnConnect/OnDisconnect so that the
 	// echo pass visits only them.
@@ -59,7 +59,8 @@ type EchoConfig struct {
 	// are called after the echo server's own bookkeeping.
 	Server engine.ServerConfig
 	// LockOSThread pins Run's goroutine to its OS thread, which a
-	// batchio.RecvBlock socket needs to block in poll(2) as intended.
+	// batchio.Config.BlockingWait socket needs to block in poll(2) as
+	// intended.
 	LockOSThread bool
 }
 
@@ -203,7 +204,7 @@ func (e *EchoServer) Counters() EchoCounters {
 func kernelDrops(conns []batchio.Conn) uint64 {
 	var n uint64
 	for _, c := range conns {
-		if k, ok := c.(batchio.Shedder); ok {
+		if k, ok := batchio.As[batchio.Shedder](c); ok {
 			n += k.KernelDrops()
 		}
 	}

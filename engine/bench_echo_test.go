@@ -21,7 +21,7 @@ import (
 // from the token it minted; it does not decrypt the echoes (nor does it for
 // the bare echo), so both measurements load the server the same way.
 type echoLoad struct {
-	conn  *batchio.MmsgConn
+	conn  batchio.Conn
 	to    netip.AddrPort
 	key   *aead.PacketKey // nil: bare datagrams
 	seq   uint64
@@ -31,7 +31,7 @@ type echoLoad struct {
 	limit int
 }
 
-func newEchoLoad(b *testing.B, conn *batchio.MmsgConn, to netip.AddrPort, key *aead.PacketKey, seq uint64, size int) *echoLoad {
+func newEchoLoad(b *testing.B, conn batchio.Conn, to netip.AddrPort, key *aead.PacketKey, seq uint64, size int) *echoLoad {
 	l := &echoLoad{conn: conn, to: to, key: key, seq: seq, size: size, limit: 256}
 	l.out = make([]batchio.Message, 32)
 	for i := range l.out {
@@ -92,34 +92,38 @@ func (l *echoLoad) run(b *testing.B, n int) time.Duration {
 
 // BenchmarkEcho compares, in one run, the full protocol echo (recvmmsg,
 // decrypt, replay check, queue, application echo, encrypt, sendmmsg) of the
-// single-loop Server for each receive mode against a bare echo loop without
-// protocol or crypto (the ceiling) and a crypto-only loop (recvmmsg, open,
-// seal, sendmmsg: what is left when the engine's own work is taken away),
-// over real loopback sockets:
+// single-loop Server waiting on the netpoller (mmsg) and in poll(2)
+// (block) against a bare echo loop without protocol or crypto (the
+// ceiling) and a crypto-only loop (recvmmsg, open, seal, sendmmsg: what is
+// left when the engine's own work is taken away), over real loopback
+// sockets:
 //
 //	go test -run '^$' -bench Echo -benchtime 300000x ./engine
 //
-// The -gso variants send with UDP GSO. The load is one client, so every
+// (The comparison-only receive modes, xnet and single, are in package
+// bench, which engine's tests cannot import: netbench -recv runs the
+// server on them.) The -gso variants send with UDP GSO, the others
+// without. The load is one client, so every
 // flush is a run of equal datagrams to one address, GSO's best case; a
 // game server's flush holds one or two datagrams per client.
 func BenchmarkEcho(b *testing.B) {
 	for _, size := range []int{64, 1200} {
-		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.MmsgConfig{}, size) })
+		b.Run(fmt.Sprintf("bare/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.Config{DisableGSO: true}, size) })
 		b.Run(fmt.Sprintf("crypto/%d", size), func(b *testing.B) { benchCryptoEcho(b, size) })
-		for mode := batchio.RecvMmsg; mode <= batchio.RecvSingle; mode++ {
+		for _, mode := range []string{"mmsg", "block"} {
 			b.Run(fmt.Sprintf("server-%v/%d", mode, size), func(b *testing.B) {
-				benchServerEcho(b, batchio.MmsgConfig{Mode: mode}, size)
+				benchServerEcho(b, batchio.Config{BlockingWait: mode == "block", DisableGSO: true}, size)
 			})
 		}
-		b.Run(fmt.Sprintf("bare-gso/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.MmsgConfig{GSO: true}, size) })
+		b.Run(fmt.Sprintf("bare-gso/%d", size), func(b *testing.B) { benchBareEcho(b, batchio.Config{}, size) })
 		b.Run(fmt.Sprintf("server-mmsg-gso/%d", size), func(b *testing.B) {
-			benchServerEcho(b, batchio.MmsgConfig{GSO: true}, size)
+			benchServerEcho(b, batchio.Config{}, size)
 		})
 	}
 }
 
-func listenMmsg(b *testing.B, cfg batchio.MmsgConfig) *batchio.MmsgConn {
-	c, err := batchio.ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+func listenMmsg(b *testing.B, cfg batchio.Config) batchio.Conn {
+	c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +135,7 @@ func report(b *testing.B, n int, elapsed time.Duration) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/packet")
 }
 
-func benchBareEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
+func benchBareEcho(b *testing.B, cfg batchio.Config, size int) {
 	benchEchoLoop(b, listenMmsg(b, cfg), nil, size, func(in []batchio.Message) []batchio.Message { return in })
 }
 
@@ -156,7 +160,7 @@ func benchCryptoEcho(b *testing.B, size int) {
 	rp := codec.ReadParams{Role: codec.RoleServer, ProtocolID: 0xbe, Key: recvKey}
 	var pkt codec.Packet
 	var seq uint64
-	benchEchoLoop(b, listenMmsg(b, batchio.MmsgConfig{}), loadKey, size, func(in []batchio.Message) []batchio.Message {
+	benchEchoLoop(b, listenMmsg(b, batchio.Config{DisableGSO: true}), loadKey, size, func(in []batchio.Message) []batchio.Message {
 		k := 0
 		for i := range in {
 			if codec.ReadPacket(in[i].Buf[:in[i].N], &rp, &pkt) != nil || pkt.Type != codec.ConnectionPayload {
@@ -178,7 +182,7 @@ func benchCryptoEcho(b *testing.B, size int) {
 // benchEchoLoop runs a server goroutine on srv that reads batches and
 // sends back what reply makes of each, under the echo load (sealing with
 // loadKey, or bare datagrams if nil), and reports the load's packets/s.
-func benchEchoLoop(b *testing.B, srv *batchio.MmsgConn, loadKey *aead.PacketKey, size int, reply func([]batchio.Message) []batchio.Message) {
+func benchEchoLoop(b *testing.B, srv batchio.Conn, loadKey *aead.PacketKey, size int, reply func([]batchio.Message) []batchio.Message) {
 	cli := listenMmsg(b, loadSocket)
 	defer cli.Close()
 	stop := make(chan struct{})
@@ -220,7 +224,7 @@ func benchEchoLoop(b *testing.B, srv *batchio.MmsgConn, loadKey *aead.PacketKey,
 	wg.Wait()
 }
 
-func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
+func benchServerEcho(b *testing.B, cfg batchio.Config, size int) {
 	sconn := listenMmsg(b, cfg)
 	cconn := listenMmsg(b, loadSocket)
 	defer cconn.Close()
@@ -260,7 +264,7 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 	wg.Add(1)
 	go func() { // the server: the single-loop API, echoing
 		defer wg.Done()
-		if cfg.Mode == batchio.RecvBlock {
+		if cfg.BlockingWait {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 		}
@@ -309,4 +313,4 @@ func benchServerEcho(b *testing.B, cfg batchio.MmsgConfig, size int) {
 
 // loadSocket is the load's socket. It sends its bursts to the one server
 // address with GSO, so the load can offer more than a server core takes.
-var loadSocket = batchio.MmsgConfig{GSO: true}
+var loadSocket = batchio.Config{}

@@ -51,7 +51,7 @@ func (w *e2eWorld) runUntil(limit time.Duration, done func() bool) bool {
 
 func listenOrSkip(t *testing.T, addr string) batchio.Conn {
 	t.Helper()
-	c, err := batchio.Listen(netip.MustParseAddrPort(addr), batchio.MmsgConfig{RecvBuffer: 1 << 20, SendBuffer: 1 << 20})
+	c, err := batchio.Listen(netip.MustParseAddrPort(addr), batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20})
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", addr, err)
 	}

@@ -48,7 +48,7 @@ func Example() {
 		panic(err)
 	}
 
-	serverConn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{})
+	serverConn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -77,7 +77,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	clientConn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{})
+	clientConn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{})
 	if err != nil {
 		panic(err)
 	}

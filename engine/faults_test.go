@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
 // Socket faults and Close under traffic. The servers run on conns wrapped
-// in batchio.FaultConn, which fails reads, fails writes part-way and cuts
+// in batchiotest.FaultConn, which fails reads, fails writes part-way and cuts
 // writes short on a seeded schedule; the tests check that the server
 // counts what happened, keeps its clients, and carries traffic again once
 // the faults stop; and that Close in the middle of traffic is prompt,
@@ -147,12 +148,12 @@ func (f *faultTraffic) allConnected() bool {
 
 // faultSchedule is the schedule of the fault tests: a fifth of the reads
 // fail, a tenth of the writes fail part-way and a quarter are cut short.
-func faultSchedule(seed uint64) batchio.FaultConfig {
-	return batchio.FaultConfig{Seed: seed, ReadError: 0.2, WriteError: 0.1, ShortWrite: 0.25}
+func faultSchedule(seed uint64) batchiotest.FaultConfig {
+	return batchiotest.FaultConfig{Seed: seed, ReadError: 0.2, WriteError: 0.1, ShortWrite: 0.25}
 }
 
-func sumFaults(fcs []*batchio.FaultConn) batchio.FaultStats {
-	var s batchio.FaultStats
+func sumFaults(fcs []*batchiotest.FaultConn) batchiotest.FaultStats {
+	var s batchiotest.FaultStats
 	for _, f := range fcs {
 		x := f.Stats()
 		s.ReadCalls += x.ReadCalls
@@ -172,13 +173,13 @@ func sumFaults(fcs []*batchio.FaultConn) batchio.FaultStats {
 // counted, the lost sends are counted as send failures, no client times
 // out, and once the faults stop every payload is echoed again.
 func TestFaultsShardedServer(t *testing.T) {
-	var fcs []*batchio.FaultConn
+	var fcs []*batchiotest.FaultConn
 	srv, err := NewShardedServer(ShardedConfig{
 		Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: 64},
 		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Shards: 2,
 		WrapConn: func(c batchio.Conn) batchio.Conn {
-			f, err := batchio.NewFaultConn(c, faultSchedule(uint64(len(fcs)+1)))
+			f, err := batchiotest.NewFaultConn(c, faultSchedule(uint64(len(fcs)+1)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +336,7 @@ func TestShardedWrapConnNil(t *testing.T) {
 func TestFaultsServer(t *testing.T) {
 	const n = 16
 	now := time.Unix(1_800_000_000, 0)
-	network, err := batchio.NewMemNetwork(batchio.MemConfig{InboxSize: 4096})
+	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestFaultsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := batchio.NewFaultConn(raw, faultSchedule(7))
+	fc, err := batchiotest.NewFaultConn(raw, faultSchedule(7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,13 +467,13 @@ func waitGoroutines(t *testing.T, base int) {
 // are dropped without a crash; the conns are closed; no goroutine is left.
 func TestCloseShardedUnderTraffic(t *testing.T) {
 	base := runtime.NumGoroutine()
-	var wrapped []*batchio.FaultConn // no faults: a wrapper without Wake, to see Close through it
+	var wrapped []*batchiotest.FaultConn // no faults: a wrapper without Wake, to see Close through it
 	srv, err := NewShardedServer(ShardedConfig{
 		Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: 64},
 		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Shards: 2,
 		WrapConn: func(c batchio.Conn) batchio.Conn {
-			f, err := batchio.NewFaultConn(c, batchio.FaultConfig{})
+			f, err := batchiotest.NewFaultConn(c, batchiotest.FaultConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,7 +486,7 @@ func TestCloseShardedUnderTraffic(t *testing.T) {
 	}
 	for i, sh := range srv.shards {
 		// The wrapper has no Wake: the shard must be woken through its socket.
-		if sh.conn != batchio.Conn(wrapped[i]) || sh.sock != wrapped[i].Inner() || sh.waker == nil {
+		if sh.conn != batchio.Conn(wrapped[i]) || sh.sock != wrapped[i].Unwrap() || sh.waker == nil {
 			t.Fatalf("shard %d: conn %T, socket %T, waker %v", i, sh.conn, sh.sock, sh.waker)
 		}
 	}
@@ -633,7 +634,7 @@ func TestCloseShardedUnderTraffic(t *testing.T) {
 	}
 	msgs := []batchio.Message{{Buf: make([]byte, 64)}}
 	for i, f := range wrapped {
-		if _, err := f.Inner().ReadBatch(msgs); !errors.Is(err, batchio.ErrClosed) {
+		if _, err := f.Unwrap().ReadBatch(msgs); !errors.Is(err, batchio.ErrClosed) {
 			t.Fatalf("shard %d socket not closed: %v", i, err)
 		}
 	}
@@ -704,7 +705,7 @@ func TestCloseServerUnderTraffic(t *testing.T) {
 	clients := make([]*Client, n)
 	ids := make([]uint64, n)
 	for k := range clients {
-		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1})
+		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: -1, SendBuffer: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,8 +23,9 @@ func ListenServer(cfg ServerConfig, binds ...netip.AddrPort) (*Server, error) {
 		}
 	}
 	for _, b := range binds {
-		// GSO: a run of datagrams to one client goes out in one call.
-		c, err := batchio.Listen(b, batchio.MmsgConfig{GSO: true})
+		// GSO is on by default: a run of datagrams to one client goes out
+		// in one call.
+		c, err := batchio.Listen(b, batchio.Config{})
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("netcode: server socket: %w", err)
@@ -45,7 +46,9 @@ func ListenServer(cfg ServerConfig, binds ...netip.AddrPort) (*Server, error) {
 // socket on ephemeral ports, and returns a client that uses them for server
 // addresses of either family. Close closes the sockets.
 func DialClient(cfg ClientConfig) (*Client, error) {
-	cfg4 := batchio.MmsgConfig{RecvBuffer: 256 << 10, SendBuffer: 256 << 10}
+	// GSO (the default) only touches runs of equal datagrams to one
+	// address, such as the redundant disconnect packets.
+	cfg4 := batchio.Config{RecvBuffer: 256 << 10, SendBuffer: 256 << 10}
 	c4, err := batchio.Listen(netip.MustParseAddrPort("0.0.0.0:0"), cfg4)
 	if err != nil {
 		return nil, fmt.Errorf("netcode: client socket: %w", err)
@@ -69,14 +72,15 @@ func DialClient(cfg ClientConfig) (*Client, error) {
 // buffer than asked for (raise net.core.rmem_max/wmem_max, or run with
 // CAP_NET_ADMIN): a burst larger than the buffer is dropped by the kernel.
 func warnBufferShortfall(log *slog.Logger, c batchio.Conn) {
-	m, ok := c.(interface {
-		BufferShortfall() bool
-		BufferSizes() (recvWant, recvGot, sendWant, sendGot int)
-	})
-	if !ok || log == nil || !m.BufferShortfall() {
+	m, ok := batchio.As[batchio.StatsReader](c)
+	if !ok || log == nil {
 		return
 	}
-	rw, rg, sw, sg := m.BufferSizes()
+	s := m.Stats()
+	rw, rg, sw, sg := s.RecvBufferWant, s.RecvBufferGot, s.SendBufferWant, s.SendBufferGot
+	if (rg == 0 || rg >= rw) && (sg == 0 || sg >= sw) {
+		return // granted in full, or not known
+	}
 	log.Warn("netcode: kernel granted smaller socket buffers than asked",
 		slog.String("addr", c.LocalAddr().String()),
 		slog.Int("recv_asked", rw), slog.Int("recv_got", rg),

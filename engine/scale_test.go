@@ -54,7 +54,7 @@ func connectClients(tb testing.TB, srv *ShardedServer, n int, queue int) []*Clie
 	tb.Helper()
 	clients := make([]*Client, n)
 	for k := range clients {
-		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func BenchmarkTenThousandClients(b *testing.B) {
 		probeBase := heapInUse()
 		probe := make([]*Client, 100)
 		for i := range probe {
-			conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
+			conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: -1, SendBuffer: -1, BatchSize: 16})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -32,13 +32,15 @@ type ShardedConfig struct {
 	// hash, not the server, decides which shard a client's packets reach;
 	// the shard that receives them owns the client.
 	Shards int
-	// Socket sets the receive mode, batch size and buffer sizes of the
-	// sockets (ReusePort is always on, and so is GSO in the mmsg and block
-	// modes unless DisableGSO is set).
-	Socket batchio.MmsgConfig
+	// Socket sets the batch size, buffer sizes and wait of the sockets
+	// (ReusePort is always on; GSO is on unless Socket.DisableGSO or
+	// DisableGSO is set). A BlockingWait socket's shard goroutine is
+	// locked to its OS thread.
+	Socket batchio.Config
 	// DisableGSO sends every datagram on its own even when several in a
-	// row go to one client. GSO (one system call for a run of equal-sized
-	// datagrams to one address) is on by default where the kernel has it.
+	// row go to one client (the same as Socket.DisableGSO). GSO (one system
+	// call for a run of equal-sized datagrams to one address) is on by
+	// default where the kernel has it.
 	DisableGSO bool
 	// InboxSize is how many received payloads each shard can hold for
 	// Poll, and OutboxSize how many sends the application can queue for each
@@ -48,7 +50,7 @@ type ShardedConfig struct {
 	InboxSize, OutboxSize int
 	// WrapConn, if set, is applied to each shard's socket once it is open,
 	// and the shard reads, writes and waits through the conn it returns:
-	// a hook for fault injection (batchio.FaultConn) and instrumentation.
+	// a hook for fault injection (batchiotest.FaultConn) and instrumentation.
 	// The wrapper must pass WaitRead through to the socket (or return no
 	// later), since the shard parks in it. If the wrapper has no Wake
 	// method, the shard is woken through the socket's. Close closes the
@@ -95,7 +97,7 @@ type ShardedStats struct {
 	Connected int
 	// RecvCalls/RecvPackets and SendCalls/SendPackets are the socket's
 	// system calls and datagrams (their ratio is the mean batch size), when
-	// it is a batchio.MmsgConn.
+	// it is a batchio.StatsReader.
 	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
 	// KernelDrops is the datagrams the kernel dropped for the shard's
 	// socket before the shard could read them: shed connection requests
@@ -177,7 +179,7 @@ type shard struct {
 	owner  *ShardedServer
 	conn   batchio.Conn
 	sock   batchio.Conn // the socket under conn (conn itself unless WrapConn)
-	waker  interface{ Wake() }
+	waker  batchio.Waker
 	srv    *Server
 	inbox  *ring.SPSC[inboxEntry]
 	events *ring.SPSC[eventEntry]
@@ -229,7 +231,7 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 		}
 	}
 	cfg.Socket.ReusePort = true
-	cfg.Socket.GSO = !cfg.DisableGSO && (cfg.Socket.Mode == batchio.RecvMmsg || cfg.Socket.Mode == batchio.RecvBlock)
+	cfg.Socket.DisableGSO = cfg.Socket.DisableGSO || cfg.DisableGSO
 	// Handshakes spread over the shards like clients do: split the default
 	// budget of 2*MaxClients encryption mappings between them.
 	if cfg.Server.MaxEncryptionMappings == 0 {
@@ -282,15 +284,18 @@ func NewShardedServer(cfg ShardedConfig) (*ShardedServer, error) {
 	s.owner = make([]atomic.Uint64, cfg.Server.MaxClients)
 
 	for i, c := range conns {
-		sh := &shard{id: i, owner: s, conn: c, sock: c, lock: cfg.Socket.Mode == batchio.RecvBlock}
+		sh := &shard{id: i, owner: s, conn: c, sock: c}
+		if st, ok := batchio.As[batchio.StatsReader](c); ok {
+			sh.lock = st.Stats().BlockingWait
+		}
 		if cfg.WrapConn != nil {
 			if sh.conn = cfg.WrapConn(c); sh.conn == nil {
 				return fail(fmt.Errorf("netcode: sharded server config: WrapConn returned nil for the socket on %v", c.LocalAddr()))
 			}
 		}
-		if w, ok := sh.conn.(interface{ Wake() }); ok {
+		if w, ok := batchio.As[batchio.Waker](sh.conn); ok {
 			sh.waker = w
-		} else if w, ok := c.(interface{ Wake() }); ok {
+		} else if w, ok := batchio.As[batchio.Waker](c); ok {
 			sh.waker = w
 		}
 		if sh.inbox, err = ring.NewSPSC[inboxEntry](cfg.InboxSize); err != nil {
@@ -379,7 +384,7 @@ func (s *ShardedServer) AppendStats(dst []ShardedStats) []ShardedStats {
 		st := sh.snapshot
 		sh.statsMu.Unlock()
 		st.OutboxFull = sh.outboxFull.Load()
-		if k, ok := sh.sock.(batchio.Shedder); ok {
+		if k, ok := batchio.As[batchio.Shedder](sh.sock); ok {
 			st.KernelDrops = k.KernelDrops()
 		}
 		dst = append(dst, st)
@@ -681,7 +686,7 @@ func (sh *shard) publish() {
 		ServerStats: sh.srv.stats, StaleSends: sh.staleSends,
 		Loops: sh.loops, Parks: sh.parks, Connected: sh.srv.active.n,
 	}
-	if m, ok := sh.sock.(batchio.StatsReader); ok {
+	if m, ok := batchio.As[batchio.StatsReader](sh.sock); ok {
 		ms := m.Stats()
 		st.RecvCalls, st.RecvPackets = ms.RecvCalls, ms.RecvPackets
 		st.SendCalls, st.SendPackets = ms.SendCalls, ms.SendPackets

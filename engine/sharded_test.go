@@ -26,7 +26,7 @@ func TestShardedEndToEnd(t *testing.T) {
 		Server: ServerConfig{ProtocolID: 0x5348, PrivateKey: testPrivateKey, MaxClients: 1024},
 		Bind:   []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")},
 		Shards: 2,
-		Socket: batchio.MmsgConfig{RecvBuffer: 1 << 20, SendBuffer: 1 << 20},
+		Socket: batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestShardedEndToEnd(t *testing.T) {
 
 	clients := make([]*Client, numClients)
 	for k := range clients {
-		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: 64 << 10, SendBuffer: 64 << 10})
+		conn, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: 64 << 10, SendBuffer: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}

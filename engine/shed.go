@@ -92,7 +92,7 @@ func (s *Server) initShedding(shedders []batchio.Conn) {
 	}
 	s.shedReadRate = float64(shedReadFactor * s.cfg.TokenDecryptsPerSecond)
 	for i, c := range shedders {
-		if sh, ok := c.(batchio.Shedder); ok {
+		if sh, ok := batchio.As[batchio.Shedder](c); ok {
 			s.shed[i].conn = sh
 		}
 	}

@@ -34,15 +34,14 @@ type echoRunner interface {
 type echoServer struct {
 	echo  echoRunner
 	addr  netip.AddrPort
-	mode  batchio.RecvMode
+	mode  string // -recv
 	batch int
-	conn  *batchio.MmsgConn // the single-loop server's socket; nil when sharded
+	conn  batchio.Conn // the single-loop server's socket; nil when sharded
 	done  chan error
 }
 
 func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
-	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch,
-		GSO: o.gso && (o.recvMode == batchio.RecvMmsg || o.recvMode == batchio.RecvBlock)}
+	sock := batchio.Config{BatchSize: o.batch, DisableGSO: !o.gso, BlockingWait: o.recv == "block"}
 	server := engine.ServerConfig{
 		ProtocolID: o.protocolID,
 		PrivateKey: o.key,
@@ -56,23 +55,23 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 		// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
 		server.TokenHistorySize = 1 << 20
 	}
-	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1)}
+	s := &echoServer{mode: o.recv, batch: o.batch, done: make(chan error, 1)}
 	if o.shards > 0 {
 		echo, err := bench.NewShardedEcho(engine.ShardedConfig{
-			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock, DisableGSO: !o.gso,
+			Server: server, Bind: []netip.AddrPort{addr}, Shards: o.shards, Socket: sock,
 		})
 		if err != nil {
 			return nil, err
 		}
 		s.echo, s.addr = echo, echo.Server().LocalAddrs()[0]
 	} else {
-		conn, err := batchio.ListenMmsg(addr, sock)
+		conn, err := listenServerSocket(addr, o.recv, sock)
 		if err != nil {
 			return nil, err
 		}
 		// Enough buffers for every client to have a burst queued.
 		server.ReceiveBuffers = min(max(16*o.clients, 4096), 1<<20)
-		echo, err := bench.NewEchoServer(bench.EchoConfig{Server: server, LockOSThread: o.recvMode == batchio.RecvBlock}, conn)
+		echo, err := bench.NewEchoServer(bench.EchoConfig{Server: server, LockOSThread: sock.BlockingWait}, conn)
 		if err != nil {
 			conn.Close()
 			return nil, err
@@ -81,6 +80,16 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 	}
 	go func() { s.done <- s.echo.Run() }()
 	return s, nil
+}
+
+// listenServerSocket opens the single-loop server's socket for -recv:
+// batchio's (mmsg, block) or one of bench's comparison sockets (xnet,
+// single), which ignore the GSO setting.
+func listenServerSocket(addr netip.AddrPort, recv string, cfg batchio.Config) (batchio.Conn, error) {
+	if recv == "xnet" || recv == "single" {
+		return bench.ListenComparison(addr, recv, cfg)
+	}
+	return batchio.Listen(addr, cfg)
 }
 
 func (s *echoServer) close() error {
@@ -104,7 +113,7 @@ func runServe(o *options) error {
 		return err
 	}
 	slog.Info("netbench echo server", "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
-		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recvMode)
+		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recv)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)

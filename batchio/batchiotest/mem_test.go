@@ -1,4 +1,4 @@
-package batchio
+package batchiotest
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 func newMemNet(t testing.TB, cfg MemConfig) *MemNetwork {
@@ -31,8 +33,8 @@ func memListen(t testing.TB, nw *MemNetwork, addr string) *MemConn {
 
 // patterned returns count messages to dst, message i being 1+i%size bytes
 // of a pattern that depends on i, so a mix-up or a short copy shows.
-func patterned(count, size int, dst netip.AddrPort) []Message {
-	msgs := makeMsgs(count, size)
+func patterned(count, size int, dst netip.AddrPort) []batchio.Message {
+	msgs := batchio.NewMessages(count, size)
 	for i := range msgs {
 		msgs[i].N, msgs[i].Addr = 1+i%size, dst
 		for j := range msgs[i].N {
@@ -42,9 +44,28 @@ func patterned(count, size int, dst netip.AddrPort) []Message {
 	return msgs
 }
 
+// drain reads everything waiting on c. Delivery on a MemNetwork is
+// synchronous: a write's datagrams are all there when it returns.
+func drain(t *testing.T, c batchio.Conn, msgs []batchio.Message) []batchio.Message {
+	t.Helper()
+	var out []batchio.Message
+	for {
+		n, err := c.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return out
+		}
+		for _, m := range msgs[:n] {
+			out = append(out, batchio.Message{Buf: bytes.Clone(m.Buf[:m.N]), N: m.N, Addr: m.Addr})
+		}
+	}
+}
+
 // checkSame fails unless got holds the payloads of want, in order, all from
 // src.
-func checkSame(t *testing.T, got, want []Message, src netip.AddrPort) {
+func checkSame(t *testing.T, got, want []batchio.Message, src netip.AddrPort) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("received %d datagrams, want %d", len(got), len(want))
@@ -60,7 +81,7 @@ func checkSame(t *testing.T, got, want []Message, src netip.AddrPort) {
 }
 
 // waitErr runs WaitRead in a goroutine so a test can act while it blocks.
-func waitErr(c Conn, deadline time.Time) <-chan error {
+func waitErr(c batchio.Conn, deadline time.Time) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- c.WaitRead(deadline) }()
 	return done
@@ -128,7 +149,7 @@ func TestMemRoundTrip(t *testing.T) {
 	if n, err := a.WriteBatch(out); n != len(out) || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)
 	}
-	checkSame(t, readAll(t, b, makeMsgs(8, 100), len(out)), out, a.LocalAddr())
+	checkSame(t, drain(t, b, batchio.NewMessages(8, 100)), out, a.LocalAddr())
 
 	// The reply goes to the IPv4-mapped form of a's address, which names a.
 	mapped := netip.AddrPortFrom(netip.AddrFrom16(a.LocalAddr().Addr().As16()), a.LocalAddr().Port())
@@ -136,7 +157,7 @@ func TestMemRoundTrip(t *testing.T) {
 	if n, err := b.WriteBatch(back); n != 3 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)
 	}
-	checkSame(t, readAll(t, a, makeMsgs(8, 100), 3), back, b.LocalAddr())
+	checkSame(t, drain(t, a, batchio.NewMessages(8, 100)), back, b.LocalAddr())
 
 	if s := a.Stats(); s.Sent != 20 || s.Received != 3 {
 		t.Errorf("a stats %+v", s)
@@ -157,7 +178,7 @@ func TestMemInboxBound(t *testing.T) {
 	if got := b.Stats().InboxFull; got != 6 {
 		t.Fatalf("InboxFull = %d, want 6", got)
 	}
-	in := makeMsgs(16, 64)
+	in := batchio.NewMessages(16, 64)
 	n, err := b.ReadBatch(in)
 	if err != nil {
 		t.Fatal(err)
@@ -181,23 +202,23 @@ func TestMemDrops(t *testing.T) {
 	nowhere := netip.MustParseAddrPort("10.0.0.9:9")
 	tests := []struct {
 		name      string
-		msg       Message
+		msg       batchio.Message
 		sent      int
 		noRoute   uint64
 		invalid   uint64
 		delivered bool
 	}{
-		{"unknown address", Message{Buf: make([]byte, 10), N: 10, Addr: nowhere}, 1, 1, 0, false},
-		{"empty", Message{Buf: make([]byte, 10), N: 0, Addr: b.LocalAddr()}, 0, 0, 1, false},
-		{"N beyond Buf", Message{Buf: make([]byte, 10), N: 11, Addr: b.LocalAddr()}, 0, 0, 1, false},
-		{"longer than MaxDatagram", Message{Buf: make([]byte, 101), N: 101, Addr: b.LocalAddr()}, 0, 0, 1, false},
-		{"no address", Message{Buf: make([]byte, 10), N: 10}, 0, 0, 1, false},
-		{"good", Message{Buf: make([]byte, 100), N: 100, Addr: b.LocalAddr()}, 1, 0, 0, true},
+		{"unknown address", batchio.Message{Buf: make([]byte, 10), N: 10, Addr: nowhere}, 1, 1, 0, false},
+		{"empty", batchio.Message{Buf: make([]byte, 10), N: 0, Addr: b.LocalAddr()}, 0, 0, 1, false},
+		{"N beyond Buf", batchio.Message{Buf: make([]byte, 10), N: 11, Addr: b.LocalAddr()}, 0, 0, 1, false},
+		{"longer than MaxDatagram", batchio.Message{Buf: make([]byte, 101), N: 101, Addr: b.LocalAddr()}, 0, 0, 1, false},
+		{"no address", batchio.Message{Buf: make([]byte, 10), N: 10}, 0, 0, 1, false},
+		{"good", batchio.Message{Buf: make([]byte, 100), N: 100, Addr: b.LocalAddr()}, 1, 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := a.Stats()
-			n, err := a.WriteBatch([]Message{tt.msg})
+			n, err := a.WriteBatch([]batchio.Message{tt.msg})
 			if n != tt.sent || err != nil {
 				t.Fatalf("WriteBatch = %d, %v; want %d", n, err, tt.sent)
 			}
@@ -208,7 +229,7 @@ func TestMemDrops(t *testing.T) {
 			if d := after.Invalid - before.Invalid; d != tt.invalid {
 				t.Errorf("Invalid +%d, want +%d", d, tt.invalid)
 			}
-			got, _ := b.ReadBatch(makeMsgs(2, 100))
+			got, _ := b.ReadBatch(batchio.NewMessages(2, 100))
 			if (got == 1) != tt.delivered || got > 1 {
 				t.Errorf("delivered %d", got)
 			}
@@ -216,14 +237,14 @@ func TestMemDrops(t *testing.T) {
 	}
 
 	t.Run("truncated", func(t *testing.T) {
-		out := []Message{
+		out := []batchio.Message{
 			{Buf: bytes.Repeat([]byte{1}, 50), N: 50, Addr: b.LocalAddr()},
 			{Buf: bytes.Repeat([]byte{2}, 10), N: 10, Addr: b.LocalAddr()},
 		}
 		if _, err := a.WriteBatch(out); err != nil {
 			t.Fatal(err)
 		}
-		in := makeMsgs(2, 20)
+		in := batchio.NewMessages(2, 20)
 		n, err := b.ReadBatch(in)
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +291,7 @@ func TestMemWaitRead(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("an arrival did not wake WaitRead")
 		}
-		b.ReadBatch(makeMsgs(4, 10))
+		b.ReadBatch(batchio.NewMessages(4, 10))
 	})
 
 	t.Run("unread datagrams keep it awake", func(t *testing.T) {
@@ -280,7 +301,7 @@ func TestMemWaitRead(t *testing.T) {
 		if err := b.WaitRead(time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		b.ReadBatch(makeMsgs(1, 10))
+		b.ReadBatch(batchio.NewMessages(1, 10))
 		select {
 		case err := <-waitErr(b, time.Now().Add(2*time.Second)):
 			if err != nil {
@@ -289,7 +310,7 @@ func TestMemWaitRead(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatal("WaitRead blocked with a datagram waiting")
 		}
-		if n, _ := b.ReadBatch(makeMsgs(4, 10)); n != 1 {
+		if n, _ := b.ReadBatch(batchio.NewMessages(4, 10)); n != 1 {
 			t.Fatalf("read %d, want the 1 left", n)
 		}
 	})
@@ -300,19 +321,19 @@ func TestMemWaitRead(t *testing.T) {
 		b.Close()
 		select {
 		case err := <-done:
-			if !errors.Is(err, ErrClosed) {
+			if !errors.Is(err, batchio.ErrClosed) {
 				t.Fatalf("WaitRead = %v, want ErrClosed", err)
 			}
 		case <-time.After(2 * time.Second):
 			t.Fatal("Close did not wake WaitRead")
 		}
-		if _, err := b.ReadBatch(makeMsgs(1, 10)); !errors.Is(err, ErrClosed) {
+		if _, err := b.ReadBatch(batchio.NewMessages(1, 10)); !errors.Is(err, batchio.ErrClosed) {
 			t.Errorf("ReadBatch after Close = %v", err)
 		}
-		if _, err := b.WriteBatch(patterned(1, 10, a.LocalAddr())); !errors.Is(err, ErrClosed) {
+		if _, err := b.WriteBatch(patterned(1, 10, a.LocalAddr())); !errors.Is(err, batchio.ErrClosed) {
 			t.Errorf("WriteBatch after Close = %v", err)
 		}
-		if err := b.WaitRead(time.Now().Add(time.Second)); !errors.Is(err, ErrClosed) {
+		if err := b.WaitRead(time.Now().Add(time.Second)); !errors.Is(err, batchio.ErrClosed) {
 			t.Errorf("WaitRead after Close = %v", err)
 		}
 		before := a.Stats().NoRoute
@@ -340,8 +361,8 @@ func TestMemConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out := makeMsgs(batch, 8)
-			in := makeMsgs(batch, 8)
+			out := batchio.NewMessages(batch, 8)
+			in := batchio.NewMessages(batch, 8)
 			next := make(map[netip.AddrPort]uint32) // next sequence number per source
 			sent, received := 0, 0
 			for (sent < each || received < (conns-1)*each) && time.Now().Before(deadline) {
@@ -395,7 +416,7 @@ func TestMemAllocs(t *testing.T) {
 	a := memListen(t, nw, "10.0.0.1:1")
 	b := memListen(t, nw, "[2001:db8::2]:2")
 	out := patterned(16, 200, b.LocalAddr())
-	in := makeMsgs(16, 200)
+	in := batchio.NewMessages(16, 200)
 	allocs := testing.AllocsPerRun(100, func() {
 		if n, err := a.WriteBatch(out); n != len(out) || err != nil {
 			t.Fatal(n, err)

@@ -1,4 +1,4 @@
-package batchio
+package batchiotest
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 // MemConfig configures a MemNetwork. Zero fields take their defaults.
@@ -21,6 +23,7 @@ type MemConfig struct {
 const (
 	defaultInboxSize   = 1024
 	defaultMaxDatagram = 1500
+	maxUDPDatagram     = 65535
 	// firstMemPort is where port 0 assignments start: the IANA ephemeral
 	// range, so assigned ports do not collide with fixed ones tests use.
 	firstMemPort = 49152
@@ -42,7 +45,7 @@ type MemNetwork struct {
 // NewMemNetwork returns an empty network.
 func NewMemNetwork(cfg MemConfig) (*MemNetwork, error) {
 	if cfg.InboxSize < 0 || cfg.MaxDatagram < 0 {
-		return nil, fmt.Errorf("batchio: memory network inbox size %d, max datagram %d; want non-negative values", cfg.InboxSize, cfg.MaxDatagram)
+		return nil, fmt.Errorf("batchiotest: memory network inbox size %d, max datagram %d; want non-negative values", cfg.InboxSize, cfg.MaxDatagram)
 	}
 	if cfg.InboxSize == 0 {
 		cfg.InboxSize = defaultInboxSize
@@ -63,7 +66,7 @@ func memKey(a netip.AddrPort) netip.AddrPort {
 // bound is an error.
 func (nw *MemNetwork) Listen(addr netip.AddrPort) (*MemConn, error) {
 	if !addr.Addr().IsValid() {
-		return nil, fmt.Errorf("batchio: listen address %v is not valid", addr)
+		return nil, fmt.Errorf("batchiotest: listen address %v is not valid", addr)
 	}
 	addr = memKey(addr)
 	nw.mu.Lock()
@@ -83,10 +86,10 @@ func (nw *MemNetwork) Listen(addr netip.AddrPort) (*MemConn, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("batchio: no free port on %v", addr.Addr())
+			return nil, fmt.Errorf("batchiotest: no free port on %v", addr.Addr())
 		}
 	} else if _, taken := nw.conns[addr]; taken {
-		return nil, fmt.Errorf("batchio: listen %v: address already in use", addr)
+		return nil, fmt.Errorf("batchiotest: listen %v: address already in use", addr)
 	}
 	c := &MemConn{
 		nw:    nw,
@@ -117,7 +120,9 @@ type MemStats struct {
 	Invalid   uint64 // writes refused: N out of range, too long, or no address
 }
 
-// MemConn is a conn on a MemNetwork.
+// MemConn is a conn on a MemNetwork. Like any batchio.Conn it is read,
+// written and waited on by one goroutine at a time; Wake, Stats and Close
+// may be called from any.
 type MemConn struct {
 	nw    *MemNetwork
 	local netip.AddrPort
@@ -136,7 +141,10 @@ type MemConn struct {
 	}
 }
 
-var _ Conn = (*MemConn)(nil)
+var (
+	_ batchio.Conn  = (*MemConn)(nil)
+	_ batchio.Waker = (*MemConn)(nil)
+)
 
 // LocalAddr returns the bound address (IPv4-mapped addresses are unmapped).
 func (c *MemConn) LocalAddr() netip.AddrPort { return c.local }
@@ -154,9 +162,9 @@ func (c *MemConn) Stats() MemStats {
 // to an unbound address or a full inbox are lost, as on a real network, and
 // still count as sent; empty, out-of-range or over-long messages and
 // invalid addresses are refused and not counted.
-func (c *MemConn) WriteBatch(msgs []Message) (int, error) {
+func (c *MemConn) WriteBatch(msgs []batchio.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, ErrClosed
+		return 0, batchio.ErrClosed
 	}
 	// The read lock is held for the batch so a destination cannot be
 	// unbound halfway through a delivery; a concurrent Close waits.
@@ -208,9 +216,9 @@ func (c *MemConn) deliver(b []byte, from netip.AddrPort, maxDatagram int) {
 // ReadBatch moves waiting datagrams into msgs without blocking. A datagram
 // longer than the next message's buffer is dropped and counted, and does
 // not use up that message.
-func (c *MemConn) ReadBatch(msgs []Message) (int, error) {
+func (c *MemConn) ReadBatch(msgs []batchio.Message) (int, error) {
 	if c.closed.Load() {
-		return 0, ErrClosed
+		return 0, batchio.ErrClosed
 	}
 	got := 0
 	c.mu.Lock()
@@ -236,25 +244,21 @@ func (c *MemConn) ReadBatch(msgs []Message) (int, error) {
 	return got, nil
 }
 
-// WaitRead blocks until a datagram arrives, the deadline passes or the conn
-// is closed.
+// WaitRead blocks until a datagram arrives, the deadline passes, Wake is
+// called or the conn is closed.
 func (c *MemConn) WaitRead(deadline time.Time) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	c.wake.clear()
-	c.mu.Lock()
-	waiting := c.count > 0
-	c.mu.Unlock()
-	if waiting {
-		return nil
-	}
-	err := c.wake.wait(deadline)
-	if err == nil && c.closed.Load() {
-		err = ErrClosed
-	}
-	return err
+	return c.wake.waitRead(deadline, &c.closed, c.waiting)
 }
+
+// waiting reports whether the inbox holds datagrams.
+func (c *MemConn) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count > 0
+}
+
+// Wake makes a WaitRead in progress, or the next one, return promptly.
+func (c *MemConn) Wake() { c.wake.poke() }
 
 // Close unbinds the address (it can be listened on again) and wakes a
 // blocked WaitRead. Datagrams still in the inbox are discarded.

@@ -1,4 +1,4 @@
-package batchio
+package batchiotest
 
 import (
 	"encoding/binary"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -24,8 +26,8 @@ type simRig struct {
 	sim  *SimConn
 	src  *MemConn
 	dst  *MemConn
-	in   []Message
-	out  []Message
+	in   []batchio.Message
+	out  []batchio.Message
 	next uint32
 }
 
@@ -35,8 +37,8 @@ func newSimRig(t testing.TB, cfg SimConfig, now func() time.Time) *simRig {
 	r := &simRig{
 		src: memListen(t, nw, "10.0.0.1:1"),
 		dst: memListen(t, nw, "10.0.0.2:2"),
-		in:  makeMsgs(64, 64),
-		out: makeMsgs(64, 64),
+		in:  batchio.NewMessages(64, 64),
+		out: batchio.NewMessages(64, 64),
 	}
 	var err error
 	if r.sim, err = NewSimConn(r.src, cfg, now); err != nil {
@@ -315,7 +317,7 @@ func TestSimQueueBound(t *testing.T) {
 
 func TestSimInvalidAndClose(t *testing.T) {
 	r := newSimRig(t, SimConfig{Latency: time.Hour, MaxDatagram: 10}, nil)
-	bad := []Message{
+	bad := []batchio.Message{
 		{Buf: make([]byte, 11), N: 11, Addr: r.dst.LocalAddr()},
 		{Buf: make([]byte, 4), N: 0, Addr: r.dst.LocalAddr()},
 		{Buf: make([]byte, 4), N: 5, Addr: r.dst.LocalAddr()},
@@ -336,16 +338,16 @@ func TestSimInvalidAndClose(t *testing.T) {
 	r.sim.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, batchio.ErrClosed) {
 			t.Fatalf("WaitRead = %v, want ErrClosed", err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Close did not wake WaitRead")
 	}
-	if _, err := r.sim.WriteBatch(r.out[:1]); !errors.Is(err, ErrClosed) {
+	if _, err := r.sim.WriteBatch(r.out[:1]); !errors.Is(err, batchio.ErrClosed) {
 		t.Errorf("WriteBatch after Close = %v", err)
 	}
-	if _, err := r.sim.ReadBatch(r.in); !errors.Is(err, ErrClosed) {
+	if _, err := r.sim.ReadBatch(r.in); !errors.Is(err, batchio.ErrClosed) {
 		t.Errorf("ReadBatch after Close = %v", err)
 	}
 }

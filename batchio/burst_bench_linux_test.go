@@ -5,77 +5,11 @@ package batchio
 import (
 	"fmt"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// echoServer echoes every datagram back to its source until stop is
-// closed, the bare loop (no protocol, no crypto) that bounds what a server
-// built on this socket can do.
-func echoServer(c *MmsgConn, stop <-chan struct{}, wg *sync.WaitGroup) {
-	defer wg.Done()
-	if c.Mode() == RecvBlock {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
-	msgs := makeMsgs(c.BatchSize(), 1500)
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n, err := c.ReadBatch(msgs)
-		if err != nil {
-			return
-		}
-		if n == 0 {
-			if c.WaitRead(time.Now().Add(10*time.Millisecond)) != nil {
-				return
-			}
-			continue
-		}
-		if _, err := c.WriteBatch(msgs[:n]); err != nil {
-			return
-		}
-	}
-}
-
-// BenchmarkLoopbackEcho measures echoed packets/s for each receive mode: a
-// load goroutine keeps a window of 64-byte datagrams in flight to an echo
-// server and counts the echoes. Run the modes in one invocation and compare
-// them as ratios:
-//
-//	go test -run '^$' -bench LoopbackEcho ./batchio
-func BenchmarkLoopbackEcho(b *testing.B) {
-	for mode := RecvMode(0); mode < numRecvModes; mode++ {
-		b.Run(mode.String(), func(b *testing.B) {
-			srv, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{Mode: mode})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cli, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go echoServer(srv, stop, &wg)
-			defer func() {
-				close(stop)
-				srv.Close()
-				wg.Wait()
-				cli.Close()
-			}()
-
-			runEchoLoad(b, cli, srv.LocalAddr())
-		})
-	}
-}
 
 // BenchmarkWriteBurst compares the two ways WriteBatch can send a burst
 // of 64 equal datagrams to one address: a sendmmsg header per datagram,
@@ -103,15 +37,15 @@ func BenchmarkWriteBurst(b *testing.B) {
 
 func benchWriteBurst(b *testing.B, size int, gso bool) {
 	loopback := netip.MustParseAddrPort("127.0.0.1:0")
-	cli, err := ListenMmsg(loopback, MmsgConfig{GSO: gso})
+	cli, err := listenMmsg(loopback, Config{DisableGSO: !gso})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cli.Close()
-	if gso && !cli.GSO() {
+	if gso && !cli.gso.Load() {
 		b.Skip("kernel without UDP GSO")
 	}
-	srv, err := ListenMmsg(loopback, MmsgConfig{})
+	srv, err := listenMmsg(loopback, Config{DisableGSO: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +54,7 @@ func benchWriteBurst(b *testing.B, size int, gso bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		in := makeMsgs(srv.BatchSize(), size)
+		in := makeMsgs(srv.batch, size)
 		for {
 			n, err := srv.ReadBatch(in)
 			if err != nil {

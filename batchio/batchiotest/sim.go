@@ -1,4 +1,4 @@
-package batchio
+package batchiotest
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 // SimConfig describes the network a SimConn imitates on its sending side.
@@ -64,7 +66,7 @@ func (c SimConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("max datagram %d is not 0 (default) to %d", c.MaxDatagram, maxUDPDatagram))
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("batchio: bad simulator config: %w", errors.Join(errs...))
+		return fmt.Errorf("batchiotest: bad simulator config: %w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -97,7 +99,7 @@ type SimStats struct {
 // ReadBatch, WriteBatch or WaitRead, and WaitRead never sleeps past the
 // next one, so they go out on time even while the owner is idle.
 type SimConn struct {
-	inner Conn
+	inner batchio.Conn
 	cfg   SimConfig
 	now   func() time.Time
 	rng   *rand.Rand
@@ -110,8 +112,8 @@ type SimConn struct {
 	free    []int32
 	seq     uint64
 
-	out    [simBatch]Message // the batch handed to the wrapped conn
-	outIdx [simBatch]int32   // the entries behind out, freed after the write
+	out    [simBatch]batchio.Message // the batch handed to the wrapped conn
+	outIdx [simBatch]int32           // the entries behind out, freed after the write
 
 	closed atomic.Bool
 	stats  struct {
@@ -128,17 +130,21 @@ type simEntry struct {
 	size int
 }
 
-var _ Conn = (*SimConn)(nil)
+var (
+	_ batchio.Conn    = (*SimConn)(nil)
+	_ batchio.Wrapper = (*SimConn)(nil)
+	_ batchio.Waker   = (*SimConn)(nil)
+)
 
 // NewSimConn wraps inner. now is the clock the delays are measured on:
 // time.Now (used when now is nil) or a fake clock in tests. Deadlines given
 // to WaitRead are wall-clock times, as for every Conn.
-func NewSimConn(inner Conn, cfg SimConfig, now func() time.Time) (*SimConn, error) {
+func NewSimConn(inner batchio.Conn, cfg SimConfig, now func() time.Time) (*SimConn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if inner == nil {
-		return nil, errors.New("batchio: NewSimConn needs a conn to wrap")
+		return nil, errors.New("batchiotest: NewSimConn needs a conn to wrap")
 	}
 	if now == nil {
 		now = time.Now
@@ -167,6 +173,13 @@ func (s *SimConn) Stats() SimStats {
 	}
 }
 
+// Unwrap returns the wrapped conn.
+func (s *SimConn) Unwrap() batchio.Conn { return s.inner }
+
+// Wake wakes the wrapped conn, if it can be woken (batchio.Waker): a
+// WaitRead in progress returns early, which the Conn contract allows.
+func (s *SimConn) Wake() { wakeInner(s.inner) }
+
 // LocalAddr returns the wrapped conn's address.
 func (s *SimConn) LocalAddr() netip.AddrPort { return s.inner.LocalAddr() }
 
@@ -177,9 +190,9 @@ func (s *SimConn) Close() error {
 }
 
 // ReadBatch sends what is due, then reads from the wrapped conn.
-func (s *SimConn) ReadBatch(msgs []Message) (int, error) {
+func (s *SimConn) ReadBatch(msgs []batchio.Message) (int, error) {
 	if s.closed.Load() {
-		return 0, ErrClosed
+		return 0, batchio.ErrClosed
 	}
 	if err := s.flush(s.now()); err != nil {
 		return 0, err
@@ -191,9 +204,9 @@ func (s *SimConn) ReadBatch(msgs []Message) (int, error) {
 // and sends what is due (with no latency, that is all of them). Lost and
 // queue-full datagrams count as sent, since the network dropped them; it
 // returns how many messages were valid.
-func (s *SimConn) WriteBatch(msgs []Message) (int, error) {
+func (s *SimConn) WriteBatch(msgs []batchio.Message) (int, error) {
 	if s.closed.Load() {
-		return 0, ErrClosed
+		return 0, batchio.ErrClosed
 	}
 	now := s.now()
 	accepted := 0
@@ -231,7 +244,7 @@ func (s *SimConn) WriteBatch(msgs []Message) (int, error) {
 // nil early, which the Conn contract allows.
 func (s *SimConn) WaitRead(deadline time.Time) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return batchio.ErrClosed
 	}
 	now := s.now()
 	if err := s.flush(now); err != nil {
@@ -262,7 +275,7 @@ func (s *SimConn) delay() time.Duration {
 }
 
 // enqueue copies m into a free entry and pushes it on the heap.
-func (s *SimConn) enqueue(now time.Time, m *Message) {
+func (s *SimConn) enqueue(now time.Time, m *batchio.Message) {
 	due := now.Add(s.delay()) // drawn even if the queue is full, for a stable stream
 	if len(s.heap) == s.cfg.MaxQueued {
 		s.stats.queueFull.Add(1)
@@ -293,7 +306,7 @@ func (s *SimConn) flush(now time.Time) error {
 		for k < simBatch && len(s.heap) > 0 && !s.entries[s.heap[0]].due.After(now) {
 			i := s.pop()
 			e := &s.entries[i]
-			s.out[k] = Message{Buf: e.buf, N: e.size, Addr: e.to}
+			s.out[k] = batchio.Message{Buf: e.buf, N: e.size, Addr: e.to}
 			s.outIdx[k] = i
 			k++
 		}

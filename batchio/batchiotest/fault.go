@@ -1,4 +1,4 @@
-package batchio
+package batchiotest
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 // ErrInjected is the error a FaultConn injects when its config names none.
-var ErrInjected = errors.New("batchio: injected fault")
+var ErrInjected = errors.New("batchiotest: injected fault")
 
 // FaultConfig is the schedule of a FaultConn's injected failures. Each
 // ReadBatch or WriteBatch call draws its fate from a PCG seeded with Seed,
@@ -59,7 +61,7 @@ func (c FaultConfig) Validate() error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("batchio: bad fault config: %w", errors.Join(errs...))
+		return fmt.Errorf("batchiotest: bad fault config: %w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -79,12 +81,12 @@ type FaultStats struct {
 // write errors and short writes on a seeded schedule, to check that the
 // code above a socket survives the failures a real one has and recovers
 // when they stop. Faults can be switched off and on at any time
-// (SetEnabled); WaitRead, LocalAddr and Close pass straight through.
+// (SetEnabled); WaitRead, Wake, LocalAddr and Close pass straight through.
 //
 // Like any Conn it is used by one goroutine at a time (the random stream
-// is not locked); SetEnabled, Stats and Close may be called from any.
+// is not locked); SetEnabled, Stats, Wake and Close may be called from any.
 type FaultConn struct {
-	inner   Conn
+	inner   batchio.Conn
 	cfg     FaultConfig
 	rng     *rand.Rand
 	enabled atomic.Bool
@@ -93,18 +95,22 @@ type FaultConn struct {
 	}
 }
 
-var _ Conn = (*FaultConn)(nil)
+var (
+	_ batchio.Conn    = (*FaultConn)(nil)
+	_ batchio.Wrapper = (*FaultConn)(nil)
+	_ batchio.Waker   = (*FaultConn)(nil)
+)
 
 // faultStream picks the PCG stream, like simStream.
 const faultStream = 0x6a09e667f3bcc909
 
 // NewFaultConn wraps inner with the schedule cfg. Faults are enabled.
-func NewFaultConn(inner Conn, cfg FaultConfig) (*FaultConn, error) {
+func NewFaultConn(inner batchio.Conn, cfg FaultConfig) (*FaultConn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if inner == nil {
-		return nil, errors.New("batchio: NewFaultConn needs a conn to wrap")
+		return nil, errors.New("batchiotest: NewFaultConn needs a conn to wrap")
 	}
 	if len(cfg.ReadErrors) == 0 {
 		cfg.ReadErrors = []error{ErrInjected}
@@ -117,8 +123,11 @@ func NewFaultConn(inner Conn, cfg FaultConfig) (*FaultConn, error) {
 	return f, nil
 }
 
-// Inner returns the wrapped conn.
-func (f *FaultConn) Inner() Conn { return f.inner }
+// Unwrap returns the wrapped conn.
+func (f *FaultConn) Unwrap() batchio.Conn { return f.inner }
+
+// Wake wakes the wrapped conn, if it can be woken (batchio.Waker).
+func (f *FaultConn) Wake() { wakeInner(f.inner) }
 
 // SetEnabled switches fault injection on or off; while off, every call
 // passes straight through and no random draw is made.
@@ -134,7 +143,7 @@ func (f *FaultConn) Stats() FaultStats {
 }
 
 // ReadBatch reads from the wrapped conn unless the schedule fails it.
-func (f *FaultConn) ReadBatch(msgs []Message) (int, error) {
+func (f *FaultConn) ReadBatch(msgs []batchio.Message) (int, error) {
 	f.stats.readCalls.Add(1)
 	if f.enabled.Load() && f.rng.Float64() < f.cfg.ReadError {
 		f.stats.readErrors.Add(1)
@@ -145,7 +154,7 @@ func (f *FaultConn) ReadBatch(msgs []Message) (int, error) {
 
 // WriteBatch writes to the wrapped conn all of msgs, or the prefix the
 // schedule allows.
-func (f *FaultConn) WriteBatch(msgs []Message) (int, error) {
+func (f *FaultConn) WriteBatch(msgs []batchio.Message) (int, error) {
 	f.stats.writeCalls.Add(1)
 	if len(msgs) == 0 || !f.enabled.Load() {
 		return f.inner.WriteBatch(msgs)
