@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/engine"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestMintedTokenConnects(t *testing.T) {
 	for _, alphabet := range []string{"standard", "url"} {
 		t.Run(alphabet, func(t *testing.T) {
-			network, err := batchio.NewMemNetwork(batchio.MemConfig{})
+			network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
