@@ -1,7 +1,10 @@
 // Package batchio is the engine's socket layer: batch reads and writes of
 // datagrams into caller-preallocated messages, with netip.AddrPort
-// addresses. It has a real UDP implementation, an in-memory network for
-// tests, and a seeded network simulator that wraps either.
+// addresses. Listen opens a UDP socket (recvmmsg/sendmmsg on Linux, a
+// portable one elsewhere); what a socket can do beyond Conn is asked for
+// with As (Waker, Shedder, StatsReader). Test doubles (an in-memory
+// network, a network simulator, a fault injector, a scriptable fake) are
+// in package batchiotest.
 package batchio
 
 import (
@@ -18,7 +21,7 @@ type Message struct {
 	N    int
 	Addr netip.AddrPort
 	// Local is the local end of the datagram on a conn opened with
-	// MmsgConfig.PacketInfo: a read sets it to the address the datagram
+	// Config.PacketInfo: a read sets it to the address the datagram
 	// was sent to, and a write sends from it (the zero Addr lets the
 	// kernel choose). Other conns ignore it. It lets one socket bound to
 	// the wildcard address stand in for many local addresses, as a load
@@ -66,20 +69,4 @@ func NewMessages(n, size int) []Message {
 		msgs[i].Buf = slab[i*size : (i+1)*size : (i+1)*size]
 	}
 	return msgs
-}
-
-// Shedder is a conn that can drop a share of one kind of datagram in the
-// kernel, before it is queued on the socket (MmsgConn on Linux). A server
-// under a flood of datagrams it would mostly discard anyway keeps a fraction
-// of them: the rest cost the kernel's filter instead of a read, a copy and
-// the server's checks, and they can no longer fill the socket's queue and
-// push out the datagrams of clients already playing.
-type Shedder interface {
-	// SetShedding keeps about keep (0 to 1) of the datagrams whose first
-	// byte is prefix, chosen at random, and lets every other datagram
-	// through. keep >= 1 removes the filter.
-	SetShedding(prefix byte, keep float64) error
-	// KernelDrops returns how many datagrams the kernel has dropped for
-	// the socket: shed, or turned away by a full receive queue.
-	KernelDrops() uint64
 }

@@ -14,8 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Fault injection: the system-call hooks make MmsgConn see the errors and
-// short sends of a loaded kernel, and FaultConn does the same for any Conn.
+// Fault injection: the system-call hooks (hooks_linux_test.go) make the
+// socket see the errors and short sends of a loaded kernel.
+// (batchiotest.FaultConn does the same for any Conn.)
 
 // numbered returns count datagrams to addr whose first byte is their index.
 func numbered(count int, addr netip.AddrPort) []Message {
@@ -33,7 +34,7 @@ func numbered(count int, addr netip.AddrPort) []Message {
 // receivedIndices reads what b has (at most want datagrams, waiting up to
 // a second), checks each is intact and returns their indices in arrival
 // order. It then checks that nothing more is waiting.
-func receivedIndices(t *testing.T, b *MmsgConn, want int) []int {
+func receivedIndices(t *testing.T, b *mmsgConn, want int) []int {
 	t.Helper()
 	var idx []int
 	for _, m := range readAll(t, b, makeMsgs(8, 64), want) {
@@ -67,8 +68,6 @@ func without(count int, drop ...int) []int {
 	return out
 }
 
-var sendModes = []RecvMode{RecvMmsg, RecvSingle} // sendmmsg and sendto
-
 // failOn returns a send hook under which datagram bad fails with errno the
 // way the kernel fails it: at the head of a call the call fails; further
 // back the call sends the datagrams before it and stops. tries counts the
@@ -95,12 +94,12 @@ func failOn(bad int, errno syscall.Errno, tries *int, fail func(try int) bool) f
 func always(int) bool { return true }
 
 func TestFaultSendTransientRetried(t *testing.T) {
-	for _, mode := range sendModes {
+	for _, mode := range waitModes {
 		for _, errno := range []syscall.Errno{unix.EINTR, unix.EAGAIN, unix.ENOBUFS} {
 			t.Run(fmt.Sprintf("%v/%v", mode, errno), func(t *testing.T) {
 				// Datagram 3 fails sendRetries times in a row, then the
 				// kernel takes it: nothing is lost.
-				a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 4})
+				a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 4, DisableGSO: true})
 				tries := 0
 				a.setSysHooks(sysHooks{send: failOn(3, errno, &tries, func(try int) bool { return try <= sendRetries })})
 				const count = 10
@@ -117,7 +116,7 @@ func TestFaultSendTransientRetried(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%v/persistent", mode, errno), func(t *testing.T) {
 				// Datagram 5 never goes: it is tried 1+sendRetries times,
 				// then dropped, and the ones behind it are sent in order.
-				a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 4})
+				a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 4, DisableGSO: true})
 				tries := 0
 				a.setSysHooks(sysHooks{send: failOn(5, errno, &tries, always)})
 				const count = 10
@@ -141,8 +140,8 @@ func TestFaultSendTransientRetried(t *testing.T) {
 // TestFaultSendNeverSucceeds: a socket that always says ENOBUFS costs a
 // bounded number of calls per datagram and WriteBatch returns.
 func TestFaultSendNeverSucceeds(t *testing.T) {
-	for _, mode := range sendModes {
-		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 8})
+	for _, mode := range waitModes {
+		a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 8, DisableGSO: true})
 		calls := 0
 		a.setSysHooks(sysHooks{send: func(int, func(int) []byte) (int, syscall.Errno) {
 			calls++
@@ -169,7 +168,7 @@ func TestFaultSendNeverSucceeds(t *testing.T) {
 // every datagram arrives once, in order.
 func TestFaultPartialSendmmsg(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
-		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{BatchSize: 8})
+		a, b := listenPair(t, "127.0.0.1:0", Config{BatchSize: 8, DisableGSO: true})
 		rng := rand.New(rand.NewPCG(seed, 0))
 		calls, short := 0, 0
 		a.setSysHooks(sysHooks{send: func(count int, _ func(int) []byte) (int, syscall.Errno) {
@@ -198,11 +197,11 @@ func TestFaultPartialSendmmsg(t *testing.T) {
 // TestFaultSendHardError: an error that retrying cannot fix drops only the
 // datagram at the head of the call, without retries; the rest go out.
 func TestFaultSendHardError(t *testing.T) {
-	for _, mode := range sendModes {
+	for _, mode := range waitModes {
 		for _, errno := range []syscall.Errno{unix.EPERM, unix.EHOSTUNREACH, unix.EMSGSIZE} {
 			// First, last of a chunk, first of the next chunk, last overall.
 			for _, bad := range []int{0, 3, 4, 9} {
-				a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 4})
+				a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 4, DisableGSO: true})
 				tries := 0
 				a.setSysHooks(sysHooks{send: failOn(bad, errno, &tries, always)})
 				const count = 10
@@ -225,9 +224,9 @@ func TestFaultSendHardError(t *testing.T) {
 // order, exactly as many as WriteBatch reports, and every other one is
 // counted as dropped.
 func TestFaultSendSchedule(t *testing.T) {
-	for _, mode := range sendModes {
+	for _, mode := range waitModes {
 		for seed := range uint64(5) {
-			a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 16})
+			a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 16, DisableGSO: true})
 			rng := rand.New(rand.NewPCG(seed, 7))
 			a.setSysHooks(sysHooks{send: func(count int, _ func(int) []byte) (int, syscall.Errno) {
 				switch r := rng.IntN(10); {
@@ -260,8 +259,8 @@ func TestFaultSendSchedule(t *testing.T) {
 // now" (0, nil) and lose nothing; any other error is returned, wrapping the
 // errno, and the datagrams are still there afterwards.
 func TestFaultRecvErrors(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvSingle} {
-		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode, BatchSize: 8})
+	for _, mode := range waitModes {
+		a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), BatchSize: 8, DisableGSO: true})
 		var inject syscall.Errno
 		b.setSysHooks(sysHooks{recv: func() syscall.Errno { return inject }})
 		const count = 5
@@ -290,142 +289,4 @@ func TestFaultRecvErrors(t *testing.T) {
 			t.Fatalf("%v: stats %+v", mode, s)
 		}
 	}
-}
-
-// memPair returns two conns on a fresh in-memory network.
-func memPair(t *testing.T) (a, b *MemConn) {
-	t.Helper()
-	nw, err := NewMemNetwork(MemConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, err = nw.Listen(netip.MustParseAddrPort("10.0.0.1:1")); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = nw.Listen(netip.MustParseAddrPort("10.0.0.2:1")); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
-}
-
-func TestFaultConnConfig(t *testing.T) {
-	a, _ := memPair(t)
-	for _, cfg := range []FaultConfig{
-		{ReadError: -0.1}, {WriteError: 1.5}, {ShortWrite: 0.6, WriteError: 0.6},
-		{ReadErrors: []error{nil}},
-	} {
-		if _, err := NewFaultConn(a, cfg); err == nil {
-			t.Errorf("config %+v accepted", cfg)
-		}
-	}
-	if _, err := NewFaultConn(nil, FaultConfig{}); err == nil {
-		t.Error("nil conn accepted")
-	}
-}
-
-// TestFaultConnSchedule: the injected faults follow the seed (the same
-// seed and calls give the same outcome); short writes hand over a proper
-// prefix and report it; a failed write returns how many of its prefix went
-// out; the counters add up; switched off, the conn is transparent.
-func TestFaultConnSchedule(t *testing.T) {
-	run := func(seed uint64) ([]string, FaultStats) {
-		a, b := memPair(t)
-		f, err := NewFaultConn(a, FaultConfig{Seed: seed, ReadError: 0.3, WriteError: 0.2, ShortWrite: 0.3,
-			WriteErrors: []error{ErrInjected, unix.EPERM}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var outcomes []string
-		sent := 0
-		for call := range 200 {
-			msgs := numbered(1+call%8, b.LocalAddr())
-			n, err := f.WriteBatch(msgs)
-			if n < 0 || n > len(msgs) || (err == nil && n == 0) {
-				t.Fatalf("call %d: WriteBatch = %d, %v for %d", call, n, err, len(msgs))
-			}
-			if err != nil && !errors.Is(err, ErrInjected) && !errors.Is(err, unix.EPERM) {
-				t.Fatalf("call %d: unexpected error %v", call, err)
-			}
-			sent += n
-			outcomes = append(outcomes, fmt.Sprint(n, err))
-			// Whatever was reported sent arrived, as a prefix, in order.
-			in := makeMsgs(8, 64)
-			got, _ := b.ReadBatch(in)
-			if got != n {
-				t.Fatalf("call %d: reported %d sent, %d arrived", call, n, got)
-			}
-			for i := range got {
-				if int(in[i].Buf[0]) != i {
-					t.Fatalf("call %d: datagram %d is %d", call, i, in[i].Buf[0])
-				}
-			}
-		}
-		// Reads: the data stays put across injected read errors.
-		if _, err := b.WriteBatch(numbered(1, f.LocalAddr())); err != nil {
-			t.Fatal(err)
-		}
-		for range 100 {
-			n, err := f.ReadBatch(makeMsgs(4, 64))
-			if err != nil {
-				if !errors.Is(err, ErrInjected) {
-					t.Fatal(err)
-				}
-				continue
-			}
-			if n == 1 {
-				if _, err := b.WriteBatch(numbered(1, f.LocalAddr())); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			t.Fatalf("ReadBatch = %d with one datagram waiting", n)
-		}
-		s := f.Stats()
-		total := 0
-		for call := range 200 {
-			total += 1 + call%8
-		}
-		if s.WriteCalls != 200 || s.ReadCalls != 100 || uint64(total-sent) != s.Failed+s.Cut {
-			t.Fatalf("stats %+v: %d of %d sent", s, sent, total)
-		}
-		if s.ReadErrors == 0 || s.WriteErrors == 0 || s.ShortWrites == 0 {
-			t.Fatalf("schedule injected nothing of some kind: %+v", s)
-		}
-		// Off: every write goes out whole, every read reads.
-		f.SetEnabled(false)
-		for range 50 {
-			if n, err := f.WriteBatch(numbered(8, b.LocalAddr())); n != 8 || err != nil {
-				t.Fatalf("disabled: WriteBatch = %d, %v", n, err)
-			}
-			if n, err := b.ReadBatch(makeMsgs(8, 64)); n != 8 || err != nil {
-				t.Fatalf("disabled: ReadBatch = %d, %v", n, err)
-			}
-			if n, err := f.ReadBatch(makeMsgs(8, 64)); n != 1 || err != nil {
-				t.Fatalf("disabled: ReadBatch = %d, %v", n, err)
-			}
-			if _, err := b.WriteBatch(numbered(1, f.LocalAddr())); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if s2 := f.Stats(); s2.ReadErrors != s.ReadErrors || s2.WriteErrors != s.WriteErrors || s2.ShortWrites != s.ShortWrites {
-			t.Fatalf("faults while disabled: %+v then %+v", s, s2)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.ReadBatch(makeMsgs(1, 64)); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Close did not close the wrapped conn: %v", err)
-		}
-		return outcomes, s
-	}
-	o1, s1 := run(42)
-	o2, s2 := run(42)
-	o3, _ := run(43)
-	if !slices.Equal(o1, o2) || s1 != s2 {
-		t.Fatal("same seed, different faults")
-	}
-	if slices.Equal(o1, o3) {
-		t.Fatal("different seeds, same faults")
-	}
-	t.Logf("seed 42: %+v", s1)
 }

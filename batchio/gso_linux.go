@@ -29,17 +29,12 @@ func probeGSO(fd int) bool {
 	return err == nil
 }
 
-// GSO reports whether WriteBatch groups datagrams into GSO sends: GSO
-// was asked for, the kernel has it, and the socket's first GSO send did
-// not fail in a way that blames it. It may be called from any goroutine.
-func (c *MmsgConn) GSO() bool { return c.gso.Load() }
-
 // gsoRun returns how many messages from the front of msgs, whose first is
 // sendable, can go as one GSO send: consecutive, to the same address from
 // the same source, all as long as the first except a shorter last one,
 // and within the kernel's limits. Local only matters with PacketInfo,
 // since otherwise it is not sent.
-func (c *MmsgConn) gsoRun(msgs []Message) int {
+func (c *mmsgConn) gsoRun(msgs []Message) int {
 	first := &msgs[0]
 	size, total := first.N, first.N
 	k := 1
@@ -73,7 +68,7 @@ func writeSegmentSize(ctl []byte, size int) int {
 // setControl writes header i's control messages: the source address
 // (PacketInfo, unless src is the zero Addr or of the other family) and,
 // for a GSO send, the segment size (0: a plain datagram).
-func (c *MmsgConn) setControl(i int, src netip.Addr, segmentSize int) {
+func (c *mmsgConn) setControl(i int, src netip.Addr, segmentSize int) {
 	h := &c.whdrs[i].Hdr
 	ctl := c.wctl[i*sendCtlSpace : (i+1)*sendCtlSpace]
 	n := 0

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,26 +22,26 @@ import (
 
 // listenGSO opens a GSO socket on loopback, skipping the test where the
 // kernel has no UDP_SEGMENT.
-func listenGSO(t *testing.T, addr string, cfg MmsgConfig) *MmsgConn {
+func listenGSO(t *testing.T, addr string, cfg Config) *mmsgConn {
 	t.Helper()
-	cfg.GSO = true
-	c, err := ListenMmsg(netip.MustParseAddrPort(addr), cfg)
+	cfg.DisableGSO = false
+	c, err := listenMmsg(netip.MustParseAddrPort(addr), cfg)
 	if err != nil {
 		t.Skipf("cannot listen on %v: %v", addr, err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if !c.GSO() {
+	if !c.gso.Load() {
 		t.Skip("kernel without UDP GSO (UDP_SEGMENT)")
 	}
 	return c
 }
 
 // listenPeers opens count plain receivers on the loopback address of addr.
-func listenPeers(t *testing.T, addr string, count int) []*MmsgConn {
+func listenPeers(t *testing.T, addr string, count int) []*mmsgConn {
 	t.Helper()
-	peers := make([]*MmsgConn, count)
+	peers := make([]*mmsgConn, count)
 	for i := range peers {
-		c, err := ListenMmsg(netip.MustParseAddrPort(addr), MmsgConfig{})
+		c, err := listenMmsg(netip.MustParseAddrPort(addr), Config{DisableGSO: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +57,7 @@ type send struct{ size, to int }
 
 // indexed builds the messages for sends: datagram i is filled with byte i
 // (so its index survives a run being cut anywhere) and goes to its peer.
-func indexed(sends []send, peers []*MmsgConn) []Message {
+func indexed(sends []send, peers []*mmsgConn) []Message {
 	out := make([]Message, len(sends))
 	for i, s := range sends {
 		out[i] = Message{Buf: bytes.Repeat([]byte{byte(i)}, max(s.size, 1)), N: s.size, Addr: peers[s.to].LocalAddr()}
@@ -79,7 +78,7 @@ func equalSends(count, size, run, peers int) []send {
 // expectArrivals reads what every peer has and checks that it received,
 // in order and intact, exactly the datagrams of out addressed to it whose
 // index is not in lost, and nothing more.
-func expectArrivals(t *testing.T, peers []*MmsgConn, out []Message, lost ...int) {
+func expectArrivals(t *testing.T, peers []*mmsgConn, out []Message, lost ...int) {
 	t.Helper()
 	for p, peer := range peers {
 		var want []int
@@ -107,9 +106,9 @@ func expectArrivals(t *testing.T, peers []*MmsgConn, out []Message, lost ...int)
 
 func TestGSOEqualRunArrivesAsDatagrams(t *testing.T) {
 	for _, family := range []string{"127.0.0.1:0", "[::1]:0"} {
-		for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
+		for _, mode := range waitModes {
 			t.Run(fmt.Sprintf("%s/%v", family, mode), func(t *testing.T) {
-				a := listenGSO(t, family, MmsgConfig{Mode: mode})
+				a := listenGSO(t, family, Config{BlockingWait: bool(mode), DisableGSO: true})
 				peers := listenPeers(t, family, 1)
 				const count = 40
 				out := indexed(equalSends(count, 100, count, 1), peers)
@@ -151,7 +150,7 @@ func TestGSORuns(t *testing.T) {
 		{"one over 65000", 0, repeat(3, s(32501, 0)), []int{1, 1, 1}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := listenGSO(t, "127.0.0.1:0", MmsgConfig{BatchSize: tc.batch})
+			a := listenGSO(t, "127.0.0.1:0", Config{BatchSize: tc.batch, DisableGSO: true})
 			peers := listenPeers(t, "127.0.0.1:0", 2)
 			out := indexed(tc.sends, peers)
 			n, headers := a.prepare(out, 0)
@@ -173,7 +172,7 @@ func TestGSORuns(t *testing.T) {
 // before it and is dropped alone; Local does not split runs without
 // PacketInfo, since it is not sent.
 func TestGSORunsAroundUnsendable(t *testing.T) {
-	a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+	a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 	peers := listenPeers(t, "127.0.0.1:0", 1)
 	out := indexed(slices.Repeat([]send{{50, 0}}, 6), peers)
 	out[2].N = 0
@@ -190,7 +189,7 @@ func TestGSORunsAroundUnsendable(t *testing.T) {
 // TestGSOHookSeesHeaders: a send hook sees headers, and a GSO header's
 // bytes are its datagrams back to back.
 func TestGSOHookSeesHeaders(t *testing.T) {
-	a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+	a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 	peers := listenPeers(t, "127.0.0.1:0", 2)
 	out := indexed([]send{{30, 0}, {30, 0}, {20, 0}, {30, 1}}, peers)
 	var seen [][]byte
@@ -218,7 +217,7 @@ func holding(header []byte, i int) bool { return bytes.IndexByte(header, byte(i)
 // count datagrams and calls.
 func TestGSOPartialSend(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
-		a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+		a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 		peers := listenPeers(t, "127.0.0.1:0", 2)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		calls, short := 0, 0
@@ -264,7 +263,7 @@ func TestGSOSendErrors(t *testing.T) {
 		{unix.EMSGSIZE, 100, 1, 0, thirdRun},
 	} {
 		t.Run(tc.errno.Error(), func(t *testing.T) {
-			a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+			a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 			peers := listenPeers(t, "127.0.0.1:0", 2)
 			tries := 0
 			a.setSysHooks(sysHooks{send: func(count int, datagram func(int) []byte) (int, syscall.Errno) {
@@ -289,8 +288,8 @@ func TestGSOSendErrors(t *testing.T) {
 			expectArrivals(t, peers, out, tc.lost...)
 			s := a.Stats()
 			if tries != tc.tries || s.SendRetries != tc.retries || s.SendDropped != uint64(len(tc.lost)) ||
-				s.SendPackets != uint64(count-len(tc.lost)) || !a.GSO() {
-				t.Fatalf("tried %d times, stats %+v, GSO %v; want %d tries, %d retries", tries, s, a.GSO(), tc.tries, tc.retries)
+				s.SendPackets != uint64(count-len(tc.lost)) || !a.gso.Load() {
+				t.Fatalf("tried %d times, stats %+v, GSO %v; want %d tries, %d retries", tries, s, a.gso.Load(), tc.tries, tc.retries)
 			}
 		})
 	}
@@ -302,7 +301,7 @@ func TestGSOSendErrors(t *testing.T) {
 func TestGSOFallback(t *testing.T) {
 	for _, errno := range []syscall.Errno{unix.EIO, unix.EINVAL, unix.EOPNOTSUPP} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+			a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 			peers := listenPeers(t, "127.0.0.1:0", 2)
 			const count, run, size = 30, 5, 40
 			headers, gsoHeaders := 0, 0
@@ -320,8 +319,8 @@ func TestGSOFallback(t *testing.T) {
 				t.Fatalf("WriteBatch = %d, %v", n, err)
 			}
 			expectArrivals(t, peers, out)
-			if a.GSO() || gsoHeaders != 1 {
-				t.Fatalf("GSO still %v after %d failed GSO calls", a.GSO(), gsoHeaders)
+			if a.gso.Load() || gsoHeaders != 1 {
+				t.Fatalf("GSO still %v after %d failed GSO calls", a.gso.Load(), gsoHeaders)
 			}
 			if s := a.Stats(); s.SendPackets != count || s.SendDropped != 0 || s.GSOBatches != 0 {
 				t.Fatalf("stats %+v", s)
@@ -339,7 +338,7 @@ func TestGSOFallback(t *testing.T) {
 // with EINVAL resends its datagrams plainly and GSO stays on; if the
 // fault is one datagram's (a bad source), only that one is lost.
 func TestGSOFailureAfterItWorked(t *testing.T) {
-	a := listenGSO(t, "127.0.0.1:0", MmsgConfig{})
+	a := listenGSO(t, "127.0.0.1:0", Config{DisableGSO: true})
 	peers := listenPeers(t, "127.0.0.1:0", 2)
 	const count, run, bad = 30, 5, 12
 	out := indexed(equalSends(count, 40, run, 2), peers)
@@ -363,8 +362,8 @@ func TestGSOFailureAfterItWorked(t *testing.T) {
 	}
 	expectArrivals(t, peers, out, bad)
 	s := a.Stats()
-	if !a.GSO() || s.GSOBatches != 2*count/run-1 || s.SendDropped != 1 || s.SendPackets != 2*count-1 {
-		t.Fatalf("GSO %v, stats %+v", a.GSO(), s)
+	if !a.gso.Load() || s.GSOBatches != 2*count/run-1 || s.SendDropped != 1 || s.SendPackets != 2*count-1 {
+		t.Fatalf("GSO %v, stats %+v", a.gso.Load(), s)
 	}
 }
 
@@ -374,7 +373,7 @@ func TestGSOFailureAfterItWorked(t *testing.T) {
 func TestGSOFaultSchedule(t *testing.T) {
 	worked := 0
 	for seed := range uint64(8) {
-		a := listenGSO(t, "127.0.0.1:0", MmsgConfig{BatchSize: 16})
+		a := listenGSO(t, "127.0.0.1:0", Config{BatchSize: 16, DisableGSO: true})
 		peers := listenPeers(t, "127.0.0.1:0", 2)
 		rng := rand.New(rand.NewPCG(seed, 7))
 		// Even seeds are a path without GSO: every GSO header fails with
@@ -437,10 +436,10 @@ func TestGSOFaultSchedule(t *testing.T) {
 		if received != n || s.SendPackets != uint64(n) || s.SendDropped != uint64(len(out)-n) {
 			t.Fatalf("seed %d: WriteBatch said %d, %d arrived, stats %+v", seed, n, received, s)
 		}
-		if pathWithout && (a.GSO() || s.GSOBatches != 0) {
-			t.Fatalf("seed %d: GSO %v with every GSO send failing, stats %+v", seed, a.GSO(), s)
+		if pathWithout && (a.gso.Load() || s.GSOBatches != 0) {
+			t.Fatalf("seed %d: GSO %v with every GSO send failing, stats %+v", seed, a.gso.Load(), s)
 		}
-		if a.GSO() && s.GSOBatches > 0 {
+		if a.gso.Load() && s.GSOBatches > 0 {
 			worked++
 		}
 	}
@@ -453,9 +452,9 @@ func TestGSOFaultSchedule(t *testing.T) {
 // leaves from its Local, with the source address and the segment size in
 // one control buffer.
 func TestGSOWithPacketInfo(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
+	for _, mode := range waitModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			mux := listenGSO(t, "0.0.0.0:0", MmsgConfig{Mode: mode, PacketInfo: true})
+			mux := listenGSO(t, "0.0.0.0:0", Config{BlockingWait: bool(mode), PacketInfo: true, DisableGSO: true})
 			peer := listenPeers(t, "127.0.0.1:0", 1)[0]
 			l1, l2 := netip.MustParseAddr("127.0.0.5"), netip.MustParseAddr("127.0.0.6")
 			locals := []netip.Addr{l1, l1, l1, l2, l2, l2, {}, {}, l1}
@@ -492,9 +491,9 @@ func TestGSOWithPacketInfo(t *testing.T) {
 }
 
 func TestGSOWithPacketInfoIPv6(t *testing.T) {
-	mux := listenGSO(t, "[::]:0", MmsgConfig{PacketInfo: true})
+	mux := listenGSO(t, "[::]:0", Config{PacketInfo: true, DisableGSO: true})
 	peer := listenPeers(t, "[::1]:0", 1)[0]
-	out := indexed(slices.Repeat([]send{{64, 0}}, 8), []*MmsgConn{peer})
+	out := indexed(slices.Repeat([]send{{64, 0}}, 8), []*mmsgConn{peer})
 	for i := range out {
 		out[i].Local = netip.IPv6Loopback()
 	}
@@ -514,7 +513,7 @@ func TestGSOWithPacketInfoIPv6(t *testing.T) {
 func TestGSOAllocs(t *testing.T) {
 	for _, pktinfo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pktinfo=%v", pktinfo), func(t *testing.T) {
-			a := listenGSO(t, "0.0.0.0:0", MmsgConfig{PacketInfo: pktinfo})
+			a := listenGSO(t, "0.0.0.0:0", Config{PacketInfo: pktinfo, DisableGSO: true})
 			peer := listenPeers(t, "127.0.0.1:0", 1)[0]
 			out := makeMsgs(64, 100)
 			for i := range out {
@@ -549,20 +548,21 @@ func TestGSOAllocs(t *testing.T) {
 	}
 }
 
-func TestGSONeedsBatchMode(t *testing.T) {
-	for _, mode := range []RecvMode{RecvXNet, RecvSingle} {
-		_, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{Mode: mode, GSO: true})
-		if err == nil || !strings.Contains(err.Error(), "GSO") {
-			t.Errorf("%v with GSO: error %v, want one about GSO", mode, err)
+// TestGSODefault: GSO is on unless disabled, where the kernel has it, and
+// Stats says which.
+func TestGSODefault(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		c, err := listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), Config{DisableGSO: disable})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	c, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if c.GSO() {
-		t.Error("GSO on without being asked for")
+		kernel := false
+		c.rc.Control(func(fd uintptr) { kernel = probeGSO(int(fd)) })
+		want := !disable && kernel
+		if c.gso.Load() != want || c.Stats().GSO != want {
+			t.Errorf("DisableGSO %v: GSO %v, Stats.GSO %v; want %v", disable, c.gso.Load(), c.Stats().GSO, want)
+		}
+		c.Close()
 	}
 }
 

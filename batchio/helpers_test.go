@@ -37,51 +37,39 @@ func readAll(t *testing.T, c Conn, msgs []Message, want int) []Message {
 	return out
 }
 
-// runEchoLoad keeps a window of 64-byte datagrams in flight from cli to an
-// echo server at to until b.N echoes came back, and reports packets/s and
-// ns/packet. The benchmarks of every conn kind share it, so their figures
-// compare.
-func runEchoLoad(b *testing.B, cli Conn, to netip.AddrPort) {
-	const window, burst = 256, 32
-	out := makeMsgs(burst, 64)
-	for i := range out {
-		out[i].N, out[i].Addr = 64, to
-	}
-	in := makeMsgs(64, 1500)
-	inFlight, received := 0, 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	lastProgress := start
-	for received < b.N {
-		for inFlight+burst <= window {
-			n, err := cli.WriteBatch(out)
-			if err != nil {
-				b.Fatal(err)
-			}
-			inFlight += n
-		}
-		n, err := cli.ReadBatch(in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n > 0 {
-			received += n
-			inFlight -= n
-			lastProgress = time.Now()
-			continue
-		}
-		if err := cli.WaitRead(time.Now().Add(5 * time.Millisecond)); err != nil {
-			b.Fatal(err)
-		}
-		if time.Since(lastProgress) > 20*time.Millisecond {
-			// Datagrams were lost (a full inbox or socket buffer): refill
-			// the window rather than stall.
-			inFlight = 0
+// patterned returns count messages to dst, message i being 1+i%size bytes
+// of a pattern that depends on i, so a mix-up or a short copy shows.
+func patterned(count, size int, dst netip.AddrPort) []Message {
+	msgs := makeMsgs(count, size)
+	for i := range msgs {
+		msgs[i].N, msgs[i].Addr = 1+i%size, dst
+		for j := range msgs[i].N {
+			msgs[i].Buf[j] = byte(i*31 + j)
 		}
 	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(received)/elapsed.Seconds(), "packets/s")
-	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(received), "ns/packet")
+	return msgs
+}
+
+// checkSame fails unless got holds the payloads of want, in order, all from
+// src.
+func checkSame(t *testing.T, got, want []Message, src netip.AddrPort) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("received %d datagrams, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].Buf[:got[i].N], want[i].Buf[:want[i].N]) {
+			t.Fatalf("datagram %d: %x, want %x", i, got[i].Buf[:got[i].N], want[i].Buf[:want[i].N])
+		}
+		if got[i].Addr != src {
+			t.Fatalf("datagram %d from %v, want %v", i, got[i].Addr, src)
+		}
+	}
+}
+
+// waitErr runs WaitRead in a goroutine so a test can act while it blocks.
+func waitErr(c Conn, deadline time.Time) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- c.WaitRead(deadline) }()
+	return done
 }

@@ -11,14 +11,27 @@ import (
 	"time"
 )
 
-func listenPair(t *testing.T, loopback string, cfg MmsgConfig) (a, b *MmsgConn) {
+// waitMode is how a test socket waits: on the netpoller (false, "mmsg")
+// or in poll(2) (true, Config.BlockingWait, "block").
+type waitMode bool
+
+var waitModes = []waitMode{false, true}
+
+func (m waitMode) String() string {
+	if m {
+		return "block"
+	}
+	return "mmsg"
+}
+
+func listenPair(t *testing.T, loopback string, cfg Config) (a, b *mmsgConn) {
 	t.Helper()
 	addr := netip.MustParseAddrPort(loopback)
 	var err error
-	if a, err = ListenMmsg(addr, cfg); err != nil {
+	if a, err = listenMmsg(addr, cfg); err != nil {
 		t.Skipf("cannot listen on %v: %v", addr, err)
 	}
-	if b, err = ListenMmsg(addr, cfg); err != nil {
+	if b, err = listenMmsg(addr, cfg); err != nil {
 		a.Close()
 		t.Fatal(err)
 	}
@@ -28,9 +41,9 @@ func listenPair(t *testing.T, loopback string, cfg MmsgConfig) (a, b *MmsgConn) 
 
 func TestMmsgRoundTrip(t *testing.T) {
 	for _, family := range []string{"127.0.0.1:0", "[::1]:0"} {
-		for mode := RecvMode(0); mode < numRecvModes; mode++ {
+		for _, mode := range waitModes {
 			t.Run(fmt.Sprintf("%s/%v", family, mode), func(t *testing.T) {
-				a, b := listenPair(t, family, MmsgConfig{Mode: mode, BatchSize: 8})
+				a, b := listenPair(t, family, Config{BlockingWait: bool(mode), BatchSize: 8, DisableGSO: true})
 				const count = 20 // more than one batch
 				out := makeMsgs(count, 100)
 				for i := range out {
@@ -61,8 +74,8 @@ func TestMmsgRoundTrip(t *testing.T) {
 }
 
 func TestMmsgTruncatedDropped(t *testing.T) {
-	for mode := RecvMode(0); mode < numRecvModes; mode++ {
-		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+	for _, mode := range waitModes {
+		a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), DisableGSO: true})
 		out := []Message{
 			{Buf: bytes.Repeat([]byte{1}, 50), N: 50, Addr: b.LocalAddr()},
 			{Buf: bytes.Repeat([]byte{2}, 10), N: 10, Addr: b.LocalAddr()},
@@ -81,7 +94,7 @@ func TestMmsgTruncatedDropped(t *testing.T) {
 }
 
 func TestMmsgWrongFamilyDropped(t *testing.T) {
-	a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{})
+	a, b := listenPair(t, "127.0.0.1:0", Config{DisableGSO: true})
 	out := []Message{
 		{Buf: []byte("x"), N: 1, Addr: netip.MustParseAddrPort("[2001:db8::1]:9")},
 		{Buf: []byte("y"), N: 1, Addr: b.LocalAddr()},
@@ -95,8 +108,8 @@ func TestMmsgWrongFamilyDropped(t *testing.T) {
 }
 
 func TestMmsgWaitReadDeadlineAndClose(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
-		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+	for _, mode := range waitModes {
+		a, _ := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), DisableGSO: true})
 		start := time.Now()
 		if err := a.WaitRead(start.Add(30 * time.Millisecond)); err != nil {
 			t.Fatalf("%v: WaitRead = %v", mode, err)
@@ -123,8 +136,8 @@ func TestMmsgWaitReadDeadlineAndClose(t *testing.T) {
 }
 
 func TestMmsgAllocs(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvSingle} {
-		a, b := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+	for _, mode := range waitModes {
+		a, b := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), DisableGSO: true})
 		out := makeMsgs(16, 64)
 		for i := range out {
 			out[i].N, out[i].Addr = 64, b.LocalAddr()
@@ -154,42 +167,49 @@ func TestMmsgAllocs(t *testing.T) {
 }
 
 func TestMmsgConfigErrors(t *testing.T) {
-	for _, cfg := range []MmsgConfig{{BatchSize: -1}, {BatchSize: 5000}, {Mode: 9}, {TOS: 300}} {
-		if _, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg); err == nil {
+	for _, cfg := range []Config{{BatchSize: -1}, {BatchSize: 5000}, {TOS: 300}, {TOS: -1}} {
+		if _, err := listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}
 	}
-	if _, err := ListenMmsg(netip.AddrPort{}, MmsgConfig{}); err == nil {
+	if _, err := listenMmsg(netip.AddrPort{}, Config{DisableGSO: true}); err == nil {
 		t.Error("zero address accepted")
 	}
 }
 
 func TestMmsgReusePortAndBuffers(t *testing.T) {
-	cfg := MmsgConfig{ReusePort: true, RecvBuffer: 1 << 20, SendBuffer: 1 << 20, TOS: 0xb8}
-	a, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+	cfg := Config{ReusePort: true, RecvBuffer: 1 << 20, SendBuffer: 1 << 20, TOS: 0xb8, DisableGSO: true}
+	a, err := listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := ListenMmsg(a.LocalAddr(), cfg)
+	b, err := listenMmsg(a.LocalAddr(), cfg)
 	if err != nil {
 		t.Fatalf("second socket on %v with SO_REUSEPORT: %v", a.LocalAddr(), err)
 	}
 	defer b.Close()
-	if s := a.Stats(); s.RecvBufferGot <= 0 || s.SendBufferGot <= 0 {
-		t.Fatalf("buffers not read back: %+v", s)
+	s := a.Stats()
+	if s.RecvBufferWant != 1<<20 || s.SendBufferWant != 1<<20 || s.RecvBufferGot <= 0 || s.SendBufferGot <= 0 {
+		t.Fatalf("buffer sizes asked %d/%d, got %d/%d", s.RecvBufferWant, s.SendBufferWant, s.RecvBufferGot, s.SendBufferGot)
 	}
-	if rw, rg, sw, sg := a.BufferSizes(); rw != 1<<20 || sw != 1<<20 || rg <= 0 || sg <= 0 {
-		t.Fatalf("buffer sizes asked %d/%d, got %d/%d", rw, sw, rg, sg)
+	if s.RecvBufferGot < s.RecvBufferWant || s.SendBufferGot < s.SendBufferWant {
+		t.Logf("kernel granted less than asked (recv %d, send %d)", s.RecvBufferGot, s.SendBufferGot)
 	}
-	if a.BufferShortfall() {
-		t.Logf("kernel granted less than asked (recv %d, send %d)", a.Stats().RecvBufferGot, a.Stats().SendBufferGot)
+	// Negative asks for the system default, reported as 0 asked.
+	c, err := listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), Config{RecvBuffer: -1, SendBuffer: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if s := c.Stats(); s.RecvBufferWant != 0 || s.SendBufferWant != 0 || s.RecvBufferGot <= 0 {
+		t.Fatalf("system default buffers: %+v", s)
 	}
 }
 
 func TestMmsgWake(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvXNet, RecvSingle} {
-		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+	for _, mode := range waitModes {
+		a, _ := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), DisableGSO: true})
 		for round := range 3 {
 			done := make(chan error, 1)
 			go func() { done <- a.WaitRead(time.Now().Add(5 * time.Second)) }()
@@ -223,8 +243,8 @@ func TestMmsgWake(t *testing.T) {
 // TestMmsgWaitAllocs: parking and waking (a deadline or Wake) allocate
 // nothing in any mode; a shard parks after every burst.
 func TestMmsgWaitAllocs(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock, RecvXNet, RecvSingle} {
-		a, _ := listenPair(t, "127.0.0.1:0", MmsgConfig{Mode: mode})
+	for _, mode := range waitModes {
+		a, _ := listenPair(t, "127.0.0.1:0", Config{BlockingWait: bool(mode), DisableGSO: true})
 		wait := func() {
 			a.Wake()
 			if err := a.WaitRead(time.Now().Add(time.Second)); err != nil {

@@ -13,15 +13,15 @@ import (
 
 // listenPacketInfo opens a wildcard IPv4 socket with PacketInfo (and the
 // rest of cfg) and a plain peer on 127.0.0.1; cleanup closes both.
-func listenPacketInfo(t *testing.T, cfg MmsgConfig) (mux, peer *MmsgConn) {
+func listenPacketInfo(t *testing.T, cfg Config) (mux, peer *mmsgConn) {
 	t.Helper()
 	cfg.PacketInfo = true
-	mux, err := ListenMmsg(netip.MustParseAddrPort("0.0.0.0:0"), cfg)
+	mux, err := listenMmsg(netip.MustParseAddrPort("0.0.0.0:0"), cfg)
 	if err != nil {
 		t.Skipf("wildcard socket: %v", err)
 	}
 	t.Cleanup(func() { mux.Close() })
-	if peer, err = ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{}); err != nil {
+	if peer, err = listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), Config{DisableGSO: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { peer.Close() })
@@ -29,9 +29,9 @@ func listenPacketInfo(t *testing.T, cfg MmsgConfig) (mux, peer *MmsgConn) {
 }
 
 func TestPacketInfoLocalAddresses(t *testing.T) {
-	for _, mode := range []RecvMode{RecvMmsg, RecvBlock} {
+	for _, mode := range waitModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			mux, peer := listenPacketInfo(t, MmsgConfig{Mode: mode, BatchSize: 4})
+			mux, peer := listenPacketInfo(t, Config{BlockingWait: bool(mode), BatchSize: 4, DisableGSO: true})
 			port := mux.LocalAddr().Port()
 
 			// Inbound: the mux learns which of its addresses each datagram was for.
@@ -87,12 +87,12 @@ func TestPacketInfoLocalAddresses(t *testing.T) {
 }
 
 func TestPacketInfoIPv6(t *testing.T) {
-	mux, err := ListenMmsg(netip.MustParseAddrPort("[::]:0"), MmsgConfig{PacketInfo: true})
+	mux, err := listenMmsg(netip.MustParseAddrPort("[::]:0"), Config{PacketInfo: true, DisableGSO: true})
 	if err != nil {
 		t.Skipf("IPv6 wildcard socket: %v", err)
 	}
 	defer mux.Close()
-	peer, err := ListenMmsg(netip.MustParseAddrPort("[::1]:0"), MmsgConfig{})
+	peer, err := listenMmsg(netip.MustParseAddrPort("[::1]:0"), Config{DisableGSO: true})
 	if err != nil {
 		t.Skipf("IPv6 loopback: %v", err)
 	}
@@ -115,17 +115,8 @@ func TestPacketInfoIPv6(t *testing.T) {
 	}
 }
 
-func TestPacketInfoNeedsBatchMode(t *testing.T) {
-	for _, mode := range []RecvMode{RecvXNet, RecvSingle} {
-		_, err := ListenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), MmsgConfig{Mode: mode, PacketInfo: true})
-		if err == nil {
-			t.Errorf("%v with PacketInfo: no error", mode)
-		}
-	}
-}
-
 func TestPacketInfoAllocs(t *testing.T) {
-	mux, peer := listenPacketInfo(t, MmsgConfig{})
+	mux, peer := listenPacketInfo(t, Config{DisableGSO: true})
 	const burst = 16
 	out := makeMsgs(burst, 100)
 	for i := range out {

@@ -11,8 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var _ Shedder = (*MmsgConn)(nil)
-
 // udpHeaderLen is where a UDP socket filter finds the payload: the kernel
 // runs it on the datagram from its UDP header on.
 const udpHeaderLen = 8
@@ -45,7 +43,7 @@ func shedFilter(prefix byte, keep float64) ([]unix.SockFilter, error) {
 // SetShedding installs, replaces or (keep >= 1) removes the socket's
 // shedding filter. Replacing is atomic: no datagram sees the socket
 // without a filter in between.
-func (c *MmsgConn) SetShedding(prefix byte, keep float64) error {
+func (c *mmsgConn) SetShedding(prefix byte, keep float64) error {
 	if math.IsNaN(keep) || keep < 0 {
 		return fmt.Errorf("batchio: shedding keep fraction %v; allowed 0 to 1", keep)
 	}
@@ -81,7 +79,7 @@ func (c *MmsgConn) SetShedding(prefix byte, keep float64) error {
 // before they could be read: its receive queue was full, or its shedding
 // filter turned them away (SO_MEMINFO's count, which wraps at 2^32). It is
 // a system call, safe from any goroutine; 0 if the socket is closed.
-func (c *MmsgConn) KernelDrops() uint64 {
+func (c *mmsgConn) KernelDrops() uint64 {
 	var info [unix.SK_MEMINFO_VARS]uint32
 	size := uint32(unsafe.Sizeof(info))
 	var errno unix.Errno

@@ -4,6 +4,7 @@ package batchio
 
 import (
 	"fmt"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,4 +41,70 @@ func setTOS(fd int, ipv6 bool, tos int) error {
 		return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos)
 	}
 	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos)
+}
+
+// openSocket makes a non-blocking UDP socket with the configured options
+// and binds it. It returns the descriptor, the bound address and the buffer
+// sizes the kernel granted.
+func openSocket(addr netip.AddrPort, ipv6 bool, cfg *Config) (int, netip.AddrPort, [2]int, error) {
+	var bufs [2]int
+	family := unix.AF_INET
+	if ipv6 {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, netip.AddrPort{}, bufs, fmt.Errorf("batchio: socket: %w", err)
+	}
+	fail := func(what string, err error) (int, netip.AddrPort, [2]int, error) {
+		unix.Close(fd)
+		return -1, netip.AddrPort{}, bufs, fmt.Errorf("batchio: %s on %v: %w", what, addr, err)
+	}
+	if cfg.ReusePort {
+		if err := setReusePort(fd); err != nil {
+			return fail("SO_REUSEPORT", err)
+		}
+	}
+	if ipv6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return fail("IPV6_V6ONLY", err)
+		}
+	}
+	if bufs[0], err = setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.RecvBuffer); err != nil {
+		return fail("receive buffer", err)
+	}
+	if bufs[1], err = setBuffer(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SendBuffer); err != nil {
+		return fail("send buffer", err)
+	}
+	if cfg.TOS != 0 {
+		if err := setTOS(fd, ipv6, cfg.TOS); err != nil {
+			return fail("TOS", err)
+		}
+	}
+	if cfg.PacketInfo {
+		if err := enablePacketInfo(fd, ipv6); err != nil {
+			return fail("packet info", err)
+		}
+	}
+	var sa unix.Sockaddr
+	if ipv6 {
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	} else {
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	bound, err := unix.Getsockname(fd)
+	if err != nil {
+		return fail("getsockname", err)
+	}
+	var local netip.AddrPort
+	switch b := bound.(type) {
+	case *unix.SockaddrInet4:
+		local = netip.AddrPortFrom(netip.AddrFrom4(b.Addr), uint16(b.Port))
+	case *unix.SockaddrInet6:
+		local = netip.AddrPortFrom(netip.AddrFrom16(b.Addr), uint16(b.Port))
+	}
+	return fd, local, bufs, nil
 }

@@ -10,69 +10,53 @@ import (
 	"time"
 )
 
-// UDPConfig configures a portable UDP socket. Zero fields take their
-// defaults.
-type UDPConfig struct {
-	// RecvBuffer and SendBuffer are the socket buffer sizes to ask for
-	// (default 4 MiB each; negative leaves the system default). They are
-	// best effort: systems cap them silently.
-	RecvBuffer, SendBuffer int
-	// InboxSize is how many received datagrams wait for ReadBatch before
+// udpLimits are the portable conn's own bounds: fixed for Listen, varied
+// by tests. Zero fields take their defaults.
+type udpLimits struct {
+	// inbox is how many received datagrams wait for ReadBatch before
 	// arrivals are dropped (default 1024).
-	InboxSize int
-	// MaxDatagram is the longest datagram received (default 1500); longer
+	inbox int
+	// maxDatagram is the longest datagram received (default 1500); longer
 	// ones are dropped.
-	MaxDatagram int
+	maxDatagram int
 }
 
 const (
-	maxInboxSize   = 1 << 20
-	maxUDPDatagram = 65535
+	defaultInboxSize   = 1024
+	defaultMaxDatagram = 1500
+	maxInboxSize       = 1 << 20
+	maxUDPDatagram     = 65535
 	// readErrorPause is how long the reader rests after a run of failed
 	// reads, so a persistently failing socket cannot spin a CPU.
 	readErrorPause = time.Millisecond
 	readErrorRun   = 8
 )
 
-func (c *UDPConfig) validate() error {
-	if c.InboxSize == 0 {
-		c.InboxSize = defaultInboxSize
+func (l *udpLimits) validate() error {
+	if l.inbox == 0 {
+		l.inbox = defaultInboxSize
 	}
-	if c.MaxDatagram == 0 {
-		c.MaxDatagram = defaultMaxDatagram
+	if l.maxDatagram == 0 {
+		l.maxDatagram = defaultMaxDatagram
 	}
-	if c.RecvBuffer == 0 {
-		c.RecvBuffer = defaultSockBuf
+	if l.inbox < 1 || l.inbox > maxInboxSize {
+		return fmt.Errorf("batchio: inbox size %d; want 1 to %d", l.inbox, maxInboxSize)
 	}
-	if c.SendBuffer == 0 {
-		c.SendBuffer = defaultSockBuf
-	}
-	if c.InboxSize < 1 || c.InboxSize > maxInboxSize {
-		return fmt.Errorf("batchio: inbox size %d; want 1 to %d", c.InboxSize, maxInboxSize)
-	}
-	if c.MaxDatagram < 1 || c.MaxDatagram > maxUDPDatagram {
-		return fmt.Errorf("batchio: max datagram %d; want 1 to %d", c.MaxDatagram, maxUDPDatagram)
+	if l.maxDatagram < 1 || l.maxDatagram > maxUDPDatagram {
+		return fmt.Errorf("batchio: max datagram %d; want 1 to %d", l.maxDatagram, maxUDPDatagram)
 	}
 	return nil
 }
 
-// UDPStats are a UDPConn's counters, readable from any goroutine.
-type UDPStats struct {
-	RecvPackets uint64 // datagrams returned by ReadBatch
-	SendPackets uint64 // datagrams the system accepted
-	SendDropped uint64 // writes refused: bad message, wrong family or a system error
-	InboxFull   uint64 // arrivals dropped because ReadBatch fell behind
-	Truncated   uint64 // arrivals longer than MaxDatagram or than the reader's buffer
-	ReadErrors  uint64 // failed reads (other than Close)
-}
-
-// UDPConn is a UDP socket that works wherever Go does (on Linux, Listen
-// opens an MmsgConn, which moves a batch per system call). Go's net.UDPConn cannot read without blocking, so one reader
+// udpConn is the UDP socket Listen opens outside Linux (on Linux it opens
+// an mmsgConn, which moves a batch per system call); it works wherever Go
+// does. Go's net.UDPConn cannot read without blocking, so one reader
 // goroutine per socket blocks in ReadFromUDPAddrPort, straight into the
 // free slot of a single-producer single-consumer ring of preallocated
 // buffers, and ReadBatch drains the ring. Neither side takes a lock or
-// allocates per datagram.
-type UDPConn struct {
+// allocates per datagram. Arrivals dropped because the ring was full are
+// counted but not reported in Stats.
+type udpConn struct {
 	udp   *net.UDPConn
 	ipv4  bool
 	local netip.AddrPort
@@ -91,25 +75,34 @@ type UDPConn struct {
 	closed    atomic.Bool
 	reader    sync.WaitGroup
 	stats     struct {
-		recv, sent, sendDropped, inboxFull, truncated, readErrors atomic.Uint64
+		recvCalls, recv, sendCalls, sent, sendDropped atomic.Uint64
+		inboxFull, truncated, readErrors, waits       atomic.Uint64
 	}
+	recvBufWant, sendBufWant int
 }
 
 // udpSlot is one ring entry. Its buffer has one byte more than
-// MaxDatagram, so a read that fills it shows the datagram was too long.
+// maxDatagram, so a read that fills it shows the datagram was too long.
 type udpSlot struct {
 	buf  []byte
 	n    int
 	from netip.AddrPort
 }
 
-var _ Conn = (*UDPConn)(nil)
+var (
+	_ Conn        = (*udpConn)(nil)
+	_ Waker       = (*udpConn)(nil)
+	_ StatsReader = (*udpConn)(nil)
+)
 
-// ListenUDP opens a UDP socket on addr. An IPv4 (or IPv4-mapped) address
-// opens an IPv4 socket; an IPv6 address an IPv6-only one, so serve both
-// families with two sockets, as with ListenMmsg.
-func ListenUDP(addr netip.AddrPort, cfg UDPConfig) (*UDPConn, error) {
+// listenUDP opens a UDP socket on addr. An IPv4 (or IPv4-mapped) address
+// opens an IPv4 socket; an IPv6 address an IPv6-only one. Of cfg only the
+// buffer sizes apply.
+func listenUDP(addr netip.AddrPort, cfg Config, lim udpLimits) (*udpConn, error) {
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := lim.validate(); err != nil {
 		return nil, err
 	}
 	if !addr.IsValid() {
@@ -136,16 +129,18 @@ func ListenUDP(addr netip.AddrPort, cfg UDPConfig) (*UDPConn, error) {
 	if ipv4 {
 		local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	}
-	c := &UDPConn{
-		udp:     udp,
-		ipv4:    ipv4,
-		local:   local,
-		wake:    newWake(),
-		slots:   make([]udpSlot, cfg.InboxSize),
-		scratch: make([]byte, cfg.MaxDatagram+1),
+	c := &udpConn{
+		udp:         udp,
+		ipv4:        ipv4,
+		local:       local,
+		wake:        newWake(),
+		slots:       make([]udpSlot, lim.inbox),
+		scratch:     make([]byte, lim.maxDatagram+1),
+		recvBufWant: max(cfg.RecvBuffer, 0),
+		sendBufWant: max(cfg.SendBuffer, 0),
 	}
 	for i := range c.slots {
-		c.slots[i].buf = make([]byte, cfg.MaxDatagram+1)
+		c.slots[i].buf = make([]byte, lim.maxDatagram+1)
 	}
 	c.reader.Add(1)
 	go c.readLoop()
@@ -153,7 +148,7 @@ func ListenUDP(addr netip.AddrPort, cfg UDPConfig) (*UDPConn, error) {
 }
 
 // readLoop is the reader goroutine. It exits when Close closes the socket.
-func (c *UDPConn) readLoop() {
+func (c *udpConn) readLoop() {
 	defer c.reader.Done()
 	size := uint64(len(c.slots))
 	tail := c.tail.Load()
@@ -168,6 +163,7 @@ func (c *UDPConn) readLoop() {
 			buf = c.scratch
 		}
 		n, from, err := c.udp.ReadFromUDPAddrPort(buf)
+		c.stats.recvCalls.Add(1)
 		if err != nil {
 			if c.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -205,21 +201,28 @@ func (c *UDPConn) readLoop() {
 }
 
 // LocalAddr returns the bound address.
-func (c *UDPConn) LocalAddr() netip.AddrPort { return c.local }
+func (c *udpConn) LocalAddr() netip.AddrPort { return c.local }
 
-// Stats returns the socket's counters.
-func (c *UDPConn) Stats() UDPStats {
-	return UDPStats{
-		RecvPackets: c.stats.recv.Load(), SendPackets: c.stats.sent.Load(),
-		SendDropped: c.stats.sendDropped.Load(), InboxFull: c.stats.inboxFull.Load(),
-		Truncated: c.stats.truncated.Load(), ReadErrors: c.stats.readErrors.Load(),
+// Stats returns the socket's counters. The buffer sizes granted are not
+// known (0).
+func (c *udpConn) Stats() Stats {
+	return Stats{
+		RecvCalls: c.stats.recvCalls.Load(), RecvPackets: c.stats.recv.Load(),
+		SendCalls: c.stats.sendCalls.Load(), SendPackets: c.stats.sent.Load(),
+		SendDropped: c.stats.sendDropped.Load(), Truncated: c.stats.truncated.Load(),
+		Waits:          c.stats.waits.Load(),
+		RecvBufferWant: c.recvBufWant, SendBufferWant: c.sendBufWant,
 	}
 }
+
+// Wake makes a WaitRead in progress, or the next one, return promptly,
+// from any goroutine.
+func (c *udpConn) Wake() { c.wake.poke() }
 
 // ReadBatch copies datagrams the reader has queued into msgs without
 // blocking. A datagram longer than the next message's buffer is dropped
 // and counted, and does not use up that message.
-func (c *UDPConn) ReadBatch(msgs []Message) (int, error) {
+func (c *udpConn) ReadBatch(msgs []Message) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -242,28 +245,21 @@ func (c *UDPConn) ReadBatch(msgs []Message) (int, error) {
 	return got, nil
 }
 
-// WaitRead blocks until the reader queues a datagram, the deadline passes
-// or the socket is closed.
-func (c *UDPConn) WaitRead(deadline time.Time) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	c.wake.clear()
-	if c.tail.Load() != c.head.Load() {
-		return nil
-	}
-	err := c.wake.wait(deadline)
-	if err == nil && c.closed.Load() {
-		err = ErrClosed
-	}
-	return err
+// WaitRead blocks until the reader queues a datagram, the deadline
+// passes, Wake is called or the socket is closed.
+func (c *udpConn) WaitRead(deadline time.Time) error {
+	c.stats.waits.Add(1)
+	return c.wake.waitRead(deadline, &c.closed, c.waiting)
 }
+
+// waiting reports whether the reader has queued datagrams.
+func (c *udpConn) waiting() bool { return c.tail.Load() != c.head.Load() }
 
 // WriteBatch sends each message with one system call. An IPv4 socket
 // unmaps IPv4-mapped destinations; a destination of the other family, a
 // bad message or a datagram the system refuses is counted and skipped, as
-// MmsgConn does. It returns how many the system accepted.
-func (c *UDPConn) WriteBatch(msgs []Message) (int, error) {
+// the Linux socket does. It returns how many the system accepted.
+func (c *udpConn) WriteBatch(msgs []Message) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -275,6 +271,7 @@ func (c *UDPConn) WriteBatch(msgs []Message) (int, error) {
 			dropped++
 			continue
 		}
+		c.stats.sendCalls.Add(1)
 		if _, err := c.udp.WriteToUDPAddrPort(m.Buf[:m.N], to); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				c.count(sent, dropped)
@@ -289,7 +286,7 @@ func (c *UDPConn) WriteBatch(msgs []Message) (int, error) {
 	return sent, nil
 }
 
-func (c *UDPConn) count(sent, dropped int) {
+func (c *udpConn) count(sent, dropped int) {
 	c.stats.sent.Add(uint64(sent))
 	c.stats.sendDropped.Add(uint64(dropped))
 }
@@ -297,7 +294,7 @@ func (c *UDPConn) count(sent, dropped int) {
 // destination checks the address family before the system call: Go
 // reports a mismatch with an allocated error, and a datagram that cannot
 // be sent should cost nothing.
-func (c *UDPConn) destination(a netip.AddrPort) (netip.AddrPort, bool) {
+func (c *udpConn) destination(a netip.AddrPort) (netip.AddrPort, bool) {
 	ip := a.Addr()
 	if a.Port() == 0 {
 		return a, false
@@ -312,7 +309,7 @@ func (c *UDPConn) destination(a netip.AddrPort) (netip.AddrPort, bool) {
 // Close closes the socket, wakes a blocked WaitRead and returns once the
 // reader goroutine has exited, so no goroutine outlives the conn.
 // Concurrent and repeated calls wait for the first to finish.
-func (c *UDPConn) Close() error {
+func (c *udpConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.wake.done)

@@ -11,14 +11,14 @@ import (
 
 // udpPair opens two portable sockets on a loopback address, skipping the
 // test if the family is unavailable (no IPv6 loopback, for example).
-func udpPair(t testing.TB, loopback string, cfg UDPConfig) (a, b *UDPConn) {
+func udpPair(t testing.TB, loopback string, lim udpLimits) (a, b *udpConn) {
 	t.Helper()
 	addr := netip.MustParseAddrPort(loopback)
 	var err error
-	if a, err = ListenUDP(addr, cfg); err != nil {
+	if a, err = listenUDP(addr, Config{}, lim); err != nil {
 		t.Skipf("cannot listen on %v: %v", addr, err)
 	}
-	if b, err = ListenUDP(addr, cfg); err != nil {
+	if b, err = listenUDP(addr, Config{}, lim); err != nil {
 		a.Close()
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func waitFor(cond func() bool) bool {
 func TestUDPRoundTrip(t *testing.T) {
 	for _, loopback := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(loopback, func(t *testing.T) {
-			a, b := udpPair(t, loopback, UDPConfig{})
+			a, b := udpPair(t, loopback, udpLimits{})
 			if b.LocalAddr().Port() == 0 || b.LocalAddr().Addr() != netip.MustParseAddrPort(loopback).Addr() {
 				t.Fatalf("bound %v", b.LocalAddr())
 			}
@@ -63,7 +63,7 @@ func TestUDPRoundTrip(t *testing.T) {
 }
 
 func TestUDPMappedDestination(t *testing.T) {
-	a, b := udpPair(t, "127.0.0.1:0", UDPConfig{})
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{})
 	to := netip.AddrPortFrom(netip.AddrFrom16(b.LocalAddr().Addr().As16()), b.LocalAddr().Port())
 	if !to.Addr().Is4In6() {
 		t.Fatalf("%v is not IPv4-mapped", to)
@@ -76,7 +76,7 @@ func TestUDPMappedDestination(t *testing.T) {
 }
 
 func TestUDPRefusedWrites(t *testing.T) {
-	a, b := udpPair(t, "127.0.0.1:0", UDPConfig{})
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{})
 	tests := []struct {
 		name string
 		msg  Message
@@ -104,7 +104,7 @@ func TestUDPRefusedWrites(t *testing.T) {
 }
 
 func TestUDPTruncated(t *testing.T) {
-	a, b := udpPair(t, "127.0.0.1:0", UDPConfig{MaxDatagram: 100})
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{maxDatagram: 100})
 	out := []Message{
 		{Buf: bytes.Repeat([]byte{1}, 101), N: 101, Addr: b.LocalAddr()}, // longer than MaxDatagram
 		{Buf: bytes.Repeat([]byte{2}, 100), N: 100, Addr: b.LocalAddr()}, // exactly MaxDatagram
@@ -135,13 +135,13 @@ func TestUDPTruncated(t *testing.T) {
 }
 
 func TestUDPInboxFull(t *testing.T) {
-	a, b := udpPair(t, "127.0.0.1:0", UDPConfig{InboxSize: 4})
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{inbox: 4})
 	out := patterned(20, 64, b.LocalAddr())
 	if n, err := a.WriteBatch(out); n != 20 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)
 	}
-	if !waitFor(func() bool { return b.Stats().InboxFull == 16 }) {
-		t.Fatalf("InboxFull = %d, want 16", b.Stats().InboxFull)
+	if !waitFor(func() bool { return b.stats.inboxFull.Load() == 16 }) {
+		t.Fatalf("InboxFull = %d, want 16", b.stats.inboxFull.Load())
 	}
 	in := makeMsgs(20, 64)
 	n, err := b.ReadBatch(in)
@@ -156,11 +156,11 @@ func TestUDPInboxFull(t *testing.T) {
 
 func TestUDPWaitReadAndClose(t *testing.T) {
 	before := runtime.NumGoroutine()
-	a, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), UDPConfig{})
+	a, err := listenUDP(netip.MustParseAddrPort("127.0.0.1:0"), Config{}, udpLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), UDPConfig{})
+	b, err := listenUDP(netip.MustParseAddrPort("127.0.0.1:0"), Config{}, udpLimits{})
 	if err != nil {
 		a.Close()
 		t.Fatal(err)
@@ -228,26 +228,26 @@ func TestUDPConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		addr netip.AddrPort
-		cfg  UDPConfig
+		lim  udpLimits
 	}{
-		{"negative inbox", lo, UDPConfig{InboxSize: -1}},
-		{"huge inbox", lo, UDPConfig{InboxSize: maxInboxSize + 1}},
-		{"negative max datagram", lo, UDPConfig{MaxDatagram: -1}},
-		{"max datagram beyond UDP", lo, UDPConfig{MaxDatagram: 70000}},
-		{"zero address", netip.AddrPort{}, UDPConfig{}},
+		{"negative inbox", lo, udpLimits{inbox: -1}},
+		{"huge inbox", lo, udpLimits{inbox: maxInboxSize + 1}},
+		{"negative max datagram", lo, udpLimits{maxDatagram: -1}},
+		{"max datagram beyond UDP", lo, udpLimits{maxDatagram: 70000}},
+		{"zero address", netip.AddrPort{}, udpLimits{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if c, err := ListenUDP(tt.addr, tt.cfg); err == nil {
+			if c, err := listenUDP(tt.addr, Config{}, tt.lim); err == nil {
 				c.Close()
-				t.Fatalf("accepted %+v on %v", tt.cfg, tt.addr)
+				t.Fatalf("accepted %+v on %v", tt.lim, tt.addr)
 			}
 		})
 	}
 }
 
 func TestUDPAllocs(t *testing.T) {
-	a, b := udpPair(t, "127.0.0.1:0", UDPConfig{})
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{})
 	out := patterned(16, 64, b.LocalAddr())
 	in := makeMsgs(16, 64)
 	received := 0
@@ -287,5 +287,41 @@ func TestUDPAllocs(t *testing.T) {
 	})
 	if idle != 0 {
 		t.Errorf("%v allocations per empty ReadBatch and timed-out WaitRead, want 0", idle)
+	}
+}
+
+// TestUDPWake: Wake ends a WaitRead in progress or the next one, once;
+// Stats counts the socket's calls and datagrams.
+func TestUDPWake(t *testing.T) {
+	a, b := udpPair(t, "127.0.0.1:0", udpLimits{})
+	done := waitErr(a, time.Now().Add(10*time.Second))
+	time.Sleep(10 * time.Millisecond)
+	a.Wake()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Wake did not end WaitRead")
+	}
+	a.Wake()
+	if err := a.WaitRead(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Both wakes were consumed: the next wait lasts until its deadline.
+	start := time.Now()
+	if err := a.WaitRead(start.Add(20 * time.Millisecond)); err != nil || time.Since(start) < 15*time.Millisecond {
+		t.Fatalf("WaitRead = %v after %v; want the deadline", err, time.Since(start))
+	}
+	out := patterned(3, 10, a.LocalAddr())
+	if n, err := b.WriteBatch(out); n != 3 || err != nil {
+		t.Fatal(n, err)
+	}
+	readAll(t, a, makeMsgs(4, 16), 3)
+	sa, sb := a.Stats(), b.Stats()
+	if sb.SendCalls != 3 || sb.SendPackets != 3 || sa.RecvPackets != 3 || sa.RecvCalls < 3 || sa.Waits == 0 ||
+		sa.RecvBufferWant != defaultSockBuf || sa.RecvBufferGot != 0 {
+		t.Fatalf("stats %+v / %+v", sa, sb)
 	}
 }

@@ -1,17 +1,21 @@
 package batchio
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // wake is how a conn whose datagrams are put in place by another goroutine
-// (a sender on a MemNetwork, a UDPConn's reader) parks its owner in
-// WaitRead: the producer notifies after publishing a datagram, Close closes
-// done, and a deadline fires a timer that is made once and reset per wait,
-// so a steady-state wait allocates nothing.
+// (the portable socket's reader) parks its owner in WaitRead: the producer
+// notifies after publishing a datagram, Wake pokes, Close closes done, and
+// a deadline fires a timer that is made once and reset per wait, so a
+// steady-state wait allocates nothing.
 type wake struct {
 	// ready holds at most one pending notification.
 	ready chan struct{}
 	done  chan struct{} // closed by Close
 	timer *time.Timer   // owner goroutine only
+	woken atomic.Bool   // a Wake the owner has not seen yet
 }
 
 func newWake() wake {
@@ -27,6 +31,37 @@ func (w *wake) notify() {
 	case w.ready <- struct{}{}:
 	default:
 	}
+}
+
+// poke is Wake: it ends the wait in progress, or makes the next one
+// return at once. Any goroutine.
+func (w *wake) poke() {
+	w.woken.Store(true)
+	w.notify()
+}
+
+// begin starts a WaitRead: it clears a stale notification and reports
+// whether a Wake is pending, in which case the owner returns at once.
+func (w *wake) begin() bool {
+	w.clear()
+	return w.woken.Swap(false)
+}
+
+// waitRead is a conn's WaitRead: it returns at once when the conn is
+// closed, a Wake is pending or waiting() reports datagrams to read, and
+// otherwise waits. A wait that Close ends returns ErrClosed.
+func (w *wake) waitRead(deadline time.Time, closed *atomic.Bool, waiting func() bool) error {
+	if closed.Load() {
+		return ErrClosed
+	}
+	if w.begin() || waiting() {
+		return nil
+	}
+	err := w.wait(deadline)
+	if err == nil && closed.Load() {
+		err = ErrClosed
+	}
+	return err
 }
 
 // clear discards a pending notification, which may be stale. The owner
@@ -48,6 +83,7 @@ func (w *wake) wait(deadline time.Time) error {
 	if deadline.IsZero() {
 		select {
 		case <-w.ready:
+			w.woken.Store(false) // this wait is the one a Wake ends
 			return nil
 		case <-w.done:
 			return ErrClosed
@@ -63,6 +99,7 @@ func (w *wake) wait(deadline time.Time) error {
 	select {
 	case <-w.ready:
 		w.timer.Stop()
+		w.woken.Store(false)
 		return nil
 	case <-w.done:
 		w.timer.Stop()

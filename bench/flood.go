@@ -32,7 +32,7 @@ type Flooder struct {
 	// instead of a starved load generator. Set it before Run.
 	Idle bool
 
-	conn *batchio.MmsgConn
+	conn batchio.Conn
 	msgs []batchio.Message
 	sent atomic.Uint64
 	stop atomic.Bool
@@ -45,7 +45,7 @@ type Flooder struct {
 // requests per second of sendmmsg from the same core, the highest rate one
 // core can offer (the server still receives them one datagram each).
 func NewFlooder(server netip.AddrPort, protocolID uint64, bind netip.Addr, gso bool) (*Flooder, error) {
-	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(bind, 0), batchio.MmsgConfig{BatchSize: floodBatch, GSO: gso})
+	conn, err := batchio.Listen(netip.AddrPortFrom(bind, 0), batchio.Config{BatchSize: floodBatch, DisableGSO: !gso})
 	if err != nil {
 		return nil, fmt.Errorf("bench: flood socket: %w", err)
 	}

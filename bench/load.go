@@ -175,7 +175,7 @@ type loadShard struct {
 
 type loadClient struct {
 	idx   int
-	conn  *batchio.MmsgConn // SocketsPerClient: the client's own socket
+	conn  batchio.Conn // SocketsPerClient: the client's own socket
 	cl    *engine.Client
 	shard *loadShard
 	pay   []byte // the outgoing payload, stamped in place
@@ -318,11 +318,13 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	}
 	var conn batchio.Conn
 	var err error
-	var own *batchio.MmsgConn
+	var own batchio.Conn
 	if len(l.workers) > 0 {
 		conn, err = l.workers[i%len(l.workers)].attach(i)
 	} else {
-		own, err = batchio.ListenMmsg(netip.AddrPortFrom(l.cfg.Bind, 0), batchio.MmsgConfig{
+		// GSO (the default) groups only runs of equal datagrams to one
+		// address: a client's burst of payloads to its server.
+		own, err = batchio.Listen(netip.AddrPortFrom(l.cfg.Bind, 0), batchio.Config{
 			RecvBuffer: clientSocketBuffer, SendBuffer: clientSocketBuffer,
 		})
 		conn = own
@@ -527,7 +529,7 @@ func (l *Load) EverConnected() int {
 func (l *Load) Close() error {
 	l.stopping.Store(true)
 	for _, w := range l.workers {
-		w.conn.Wake()
+		w.wake()
 	}
 	l.wg.Wait()
 	return l.closeConns()

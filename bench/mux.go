@@ -61,7 +61,7 @@ func muxIndex(a netip.Addr) int {
 // cost nothing, and nothing is allocated per packet.
 type muxWorker struct {
 	l       *Load
-	conn    *batchio.MmsgConn
+	conn    batchio.Conn
 	clients []*loadClient
 	views   []*muxConn
 	wakes   wakeHeap
@@ -93,7 +93,7 @@ var _ batchio.Conn = (*muxConn)(nil)
 var errMuxWait = errors.New("bench: a shared-socket client is driven by its worker and never waits")
 
 func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
-	conn, err := batchio.ListenMmsg(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), batchio.MmsgConfig{
+	conn, err := batchio.Listen(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), batchio.Config{
 		BatchSize: muxBatch, RecvBuffer: muxSocketBuffer, SendBuffer: muxSocketBuffer, PacketInfo: true,
 	})
 	if err != nil {
@@ -123,6 +123,13 @@ func (w *muxWorker) attach(i int) (batchio.Conn, error) {
 	v := &muxConn{w: w, local: netip.AddrPortFrom(muxAddr(j), w.conn.LocalAddr().Port()), head: -1}
 	w.views = append(w.views, v)
 	return v, nil
+}
+
+// wake ends the worker's wait, from any goroutine (Load.Close).
+func (w *muxWorker) wake() {
+	if k, ok := batchio.As[batchio.Waker](w.conn); ok {
+		k.Wake()
+	}
 }
 
 // adopt registers the clients attached to this worker, in attach order.

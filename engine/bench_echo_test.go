@@ -98,9 +98,9 @@ var echoSockets = []struct {
 	name string
 	cfg  batchio.Config
 }{
-	{"mmsg", batchio.Config{}},
-	{"block", batchio.Config{Mode: batchio.RecvBlock}},
-	{"mmsg-gso", batchio.Config{GSO: true}},
+	{"mmsg", batchio.Config{DisableGSO: true}},
+	{"block", batchio.Config{BlockingWait: true, DisableGSO: true}},
+	{"mmsg-gso", batchio.Config{}},
 }
 
 // BenchmarkEcho compares, in one run, the full protocol echo (recvmmsg,
@@ -282,7 +282,7 @@ func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int) {
 	wg.Add(1)
 	go func() { // the application, echoing
 		defer wg.Done()
-		if manual && sock.Mode == batchio.RecvBlock {
+		if manual && sock.BlockingWait {
 			runtime.LockOSThread() // Wait blocks in poll(2) on this thread
 			defer runtime.UnlockOSThread()
 		}
@@ -327,4 +327,4 @@ func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int) {
 
 // loadSocket is the load's socket. It sends its bursts to the one server
 // address with GSO, so the load can offer more than a server core takes.
-var loadSocket = batchio.Config{GSO: true}
+var loadSocket = batchio.Config{}

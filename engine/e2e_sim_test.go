@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -19,16 +19,16 @@ func TestEndToEndSimulatedNetwork(t *testing.T) {
 	const numClients = 64
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	network, err := batchio.NewMemNetwork(batchio.MemConfig{InboxSize: 4096})
+	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := func(seed uint64, addr string) *batchio.SimConn {
+	sim := func(seed uint64, addr string) *batchiotest.SimConn {
 		c, err := network.Listen(netip.MustParseAddrPort(addr))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := batchio.NewSimConn(c, batchio.SimConfig{Latency: 50 * time.Millisecond, Jitter: 50 * time.Millisecond, Loss: 0.1, Seed: seed}, clock)
+		s, err := batchiotest.NewSimConn(c, batchiotest.SimConfig{Latency: 50 * time.Millisecond, Jitter: 50 * time.Millisecond, Loss: 0.1, Seed: seed}, clock)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -229,7 +230,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 // change, no packet.
 func TestClientCloseDisconnects(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	nw, err := batchio.NewMemNetwork(batchio.MemConfig{})
+	nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestClientCloseDisconnects(t *testing.T) {
 	var left []Event
 	type client struct {
 		c       *Client
-		conn    *batchio.MemConn
+		conn    *batchiotest.MemConn
 		changes []ClientState
 	}
 	newClient := func(addr string, id uint64) *client {

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
 // Socket faults and Close under traffic. The servers run on conns wrapped
-// in batchio.FaultConn, which fails reads, fails writes part-way and cuts
+// in batchiotest.FaultConn, which fails reads, fails writes part-way and cuts
 // writes short on a seeded schedule; the tests check that the server
 // counts what happened, keeps its clients, and carries traffic again once
 // the faults stop; and that Close in the middle of traffic is prompt,
@@ -148,12 +149,12 @@ func (f *faultTraffic) allConnected() bool {
 
 // faultSchedule is the schedule of the fault tests: a fifth of the reads
 // fail, a tenth of the writes fail part-way and a quarter are cut short.
-func faultSchedule(seed uint64) batchio.FaultConfig {
-	return batchio.FaultConfig{Seed: seed, ReadError: 0.2, WriteError: 0.1, ShortWrite: 0.25}
+func faultSchedule(seed uint64) batchiotest.FaultConfig {
+	return batchiotest.FaultConfig{Seed: seed, ReadError: 0.2, WriteError: 0.1, ShortWrite: 0.25}
 }
 
-func sumFaults(fcs []*batchio.FaultConn) batchio.FaultStats {
-	var s batchio.FaultStats
+func sumFaults(fcs []*batchiotest.FaultConn) batchiotest.FaultStats {
+	var s batchiotest.FaultStats
 	for _, f := range fcs {
 		x := f.Stats()
 		s.ReadCalls += x.ReadCalls
@@ -174,9 +175,9 @@ func sumFaults(fcs []*batchio.FaultConn) batchio.FaultStats {
 // failures, no client times out, and once the faults stop every payload
 // is echoed again.
 func TestFaultsShardedServer(t *testing.T) {
-	var fcs []*batchio.FaultConn
+	var fcs []*batchiotest.FaultConn
 	n := newShardNet(t, memNet, ServerConfig{MaxClients: 64}, 2, func(c batchio.Conn) batchio.Conn {
-		f, err := batchio.NewFaultConn(c, faultSchedule(uint64(len(fcs)+1)))
+		f, err := batchiotest.NewFaultConn(c, faultSchedule(uint64(len(fcs)+1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +314,7 @@ func TestListenClosesSocketsOnError(t *testing.T) {
 func TestFaultsServer(t *testing.T) {
 	const n = 16
 	now := time.Unix(1_800_000_000, 0)
-	network, err := batchio.NewMemNetwork(batchio.MemConfig{InboxSize: 4096})
+	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestFaultsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := batchio.NewFaultConn(raw, faultSchedule(7))
+	fc, err := batchiotest.NewFaultConn(raw, faultSchedule(7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,9 +442,9 @@ func TestCloseShardedUnderTraffic(t *testing.T) {
 
 func testCloseShardedUnderTraffic(t *testing.T, kind netKind) {
 	base := runtime.NumGoroutine()
-	var wrapped []*batchio.FaultConn // no faults: a wrapper without Wake of its own
+	var wrapped []*batchiotest.FaultConn // no faults: a wrapper without Wake of its own
 	n := newShardNet(t, kind, ServerConfig{MaxClients: 64}, 2, func(c batchio.Conn) batchio.Conn {
-		f, err := batchio.NewFaultConn(c, batchio.FaultConfig{})
+		f, err := batchiotest.NewFaultConn(c, batchiotest.FaultConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

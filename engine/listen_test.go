@@ -65,7 +65,7 @@ func TestBufferShortfallWarning(t *testing.T) {
 	// Asking for more than the kernel's cap (without FORCE) is refused
 	// quietly and read back smaller; as root FORCE may grant it, so ask for
 	// an amount no kernel grants.
-	c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.MmsgConfig{RecvBuffer: 1 << 30})
+	c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: 1 << 30})
 	if err != nil {
 		t.Skip(err)
 	}

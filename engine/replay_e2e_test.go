@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -28,7 +29,7 @@ type replayProxy struct {
 	holdReplies bool // record the client's connection responses, forward none
 }
 
-func newReplayProxy(t *testing.T, nw *batchio.MemNetwork, server netip.AddrPort) *replayProxy {
+func newReplayProxy(t *testing.T, nw *batchiotest.MemNetwork, server netip.AddrPort) *replayProxy {
 	p := &replayProxy{t: t, server: server, msgs: batchio.NewMessages(64, codec.MaxPacketBytes)}
 	var err error
 	if p.front, err = nw.Listen(netip.MustParseAddrPort("10.2.0.1:6000")); err != nil {
@@ -89,7 +90,7 @@ func (p *replayProxy) replay(typ codec.PacketType) int {
 type replayWorld struct {
 	t      *testing.T
 	now    time.Time
-	nw     *batchio.MemNetwork
+	nw     *batchiotest.MemNetwork
 	server *Server
 	sconn  batchio.Conn
 	proxy  *replayProxy
@@ -102,7 +103,7 @@ type replayWorld struct {
 func newReplayWorld(t *testing.T, cfg ServerConfig) *replayWorld {
 	w := &replayWorld{t: t, now: time.Unix(1_800_000_000, 0)}
 	var err error
-	if w.nw, err = batchio.NewMemNetwork(batchio.MemConfig{}); err != nil {
+	if w.nw, err = batchiotest.NewMemNetwork(batchiotest.MemConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if w.sconn, err = w.nw.Listen(netip.MustParseAddrPort("10.0.0.1:40000")); err != nil {

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -26,7 +27,7 @@ func heapInUse() uint64 {
 // cancels out.
 func TestSlotMemory(t *testing.T) {
 	heapFor := func(slots int) uint64 {
-		nw, err := batchio.NewMemNetwork(batchio.MemConfig{})
+		nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -585,16 +585,17 @@ func (s *Server) LocalAddrs() []netip.AddrPort {
 // buffer than asked for (raise net.core.rmem_max/wmem_max, or run with
 // CAP_NET_ADMIN): a burst larger than the buffer is dropped by the kernel.
 func warnBufferShortfall(log *slog.Logger, c batchio.Conn) {
-	m, ok := c.(interface {
-		BufferShortfall() bool
-		BufferSizes() (recvWant, recvGot, sendWant, sendGot int)
-	})
-	if !ok || log == nil || !m.BufferShortfall() {
+	st, ok := batchio.As[batchio.StatsReader](c)
+	if !ok || log == nil {
 		return
 	}
-	rw, rg, sw, sg := m.BufferSizes()
+	m := st.Stats()
+	// Got is 0 where the socket cannot tell.
+	if (m.RecvBufferGot == 0 || m.RecvBufferGot >= m.RecvBufferWant) && (m.SendBufferGot == 0 || m.SendBufferGot >= m.SendBufferWant) {
+		return
+	}
 	log.Warn("netcode: kernel granted smaller socket buffers than asked",
 		slog.String("addr", c.LocalAddr().String()),
-		slog.Int("recv_asked", rw), slog.Int("recv_got", rg),
-		slog.Int("send_asked", sw), slog.Int("send_got", sg))
+		slog.Int("recv_asked", m.RecvBufferWant), slog.Int("recv_got", m.RecvBufferGot),
+		slog.Int("send_asked", m.SendBufferWant), slog.Int("send_got", m.SendBufferGot))
 }

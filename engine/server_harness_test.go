@@ -405,12 +405,6 @@ func srvSequence(raw []byte) uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// step2 advances the clock a little and returns it (for Stop).
-func (h *srvHarness) step2() time.Time {
-	h.now = h.now.Add(10 * time.Millisecond)
-	return h.now
-}
-
 // Test views of a manual-mode server's slots, read on the goroutine that
 // drives it.
 

@@ -152,6 +152,9 @@ func newShard(srv *Server, id int, conn batchio.Conn, mappings int) (*shard, err
 	s.out = batchio.NewMessages(sendBatchSize, codec.MaxPacketBytes)
 	s.rp = codec.ReadParams{Role: codec.RoleServer, ProtocolID: cfg.ProtocolID, TokenKey: s.tokenKey}
 	s.sockStats, _ = batchio.As[batchio.StatsReader](conn)
+	// A blocking-wait socket parks in poll(2) on its OS thread: the
+	// shard goroutine keeps its thread (default mode).
+	s.lock = !cfg.Manual && s.sockStats != nil && s.sockStats.Stats().BlockingWait
 
 	if s.inbox, err = ring.NewSPSC[inboxEntry](cfg.EventQueueSize); err != nil {
 		return nil, err
@@ -164,7 +167,6 @@ func newShard(srv *Server, id int, conn batchio.Conn, mappings int) (*shard, err
 			return nil, err
 		}
 		s.waker, _ = batchio.As[batchio.Waker](conn)
-		s.lock = batchio.BlockingWait(conn)
 	}
 	return s, nil
 }

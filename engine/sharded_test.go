@@ -12,6 +12,7 @@ import (
 
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -23,7 +24,7 @@ import (
 type netKind uint8
 
 const (
-	memNet netKind = iota // batchio.MemNetwork on a fake clock
+	memNet netKind = iota // batchiotest.MemNetwork on a fake clock
 	udpNet                // UDP on 127.0.0.1 in real time
 )
 
@@ -51,13 +52,13 @@ type shardNet struct {
 	t      testing.TB
 	kind   netKind
 	clock  *fakeClock // mem
-	nw     *batchio.MemNetwork
+	nw     *batchiotest.MemNetwork
 	srv    *Server
-	public []netip.AddrPort   // one per shard (mem), the one shared port (udp)
-	srvMem []*batchio.MemConn // the server's conns (mem)
+	public []netip.AddrPort       // one per shard (mem), the one shared port (udp)
+	srvMem []*batchiotest.MemConn // the server's conns (mem)
 	// peers are every other conn on the network (mem): what they sent is
 	// what the server must have read for the network to be settled.
-	peers []*batchio.MemConn
+	peers []*batchiotest.MemConn
 	// handle is the application: step, settle and until poll into it.
 	handle func(*Event)
 }
@@ -79,7 +80,7 @@ func newShardNet(t testing.TB, kind netKind, cfg ServerConfig, shards int, wrap 
 	case memNet:
 		n.clock = newFakeClock(time.Unix(1_800_000_000, 0))
 		cfg.Clock = n.clock.Now
-		nw, err := batchio.NewMemNetwork(batchio.MemConfig{InboxSize: 4096})
+		nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}

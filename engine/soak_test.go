@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -48,7 +48,7 @@ type soakSeat struct {
 	state    soakState
 	at       time.Time // idle: when to join; playing: when to leave; leaving: when the socket closes
 	lastSend time.Time
-	conn     *batchio.SimConn
+	conn     *batchiotest.SimConn
 	client   *Client
 	id       uint64
 	next     uint64 // the player's next payload number
@@ -77,7 +77,7 @@ type soak struct {
 	t         *testing.T
 	now       time.Time
 	start     time.Time
-	network   *batchio.MemNetwork
+	network   *batchiotest.MemNetwork
 	srv       *Server
 	public    netip.AddrPort
 	rng       *rand.Rand
@@ -131,7 +131,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak: skipped with -short")
 	}
 	dur := soakDuration(t)
-	network, err := batchio.NewMemNetwork(batchio.MemConfig{InboxSize: 4096})
+	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +276,12 @@ func TestSoak(t *testing.T) {
 }
 
 // simConn opens a conn on the network behind the simulator.
-func (s *soak) simConn(addr netip.AddrPort, seed uint64) *batchio.SimConn {
+func (s *soak) simConn(addr netip.AddrPort, seed uint64) *batchiotest.SimConn {
 	c, err := s.network.Listen(addr)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	sc, err := batchio.NewSimConn(c, batchio.SimConfig{Latency: 50 * time.Millisecond, Jitter: 50 * time.Millisecond,
+	sc, err := batchiotest.NewSimConn(c, batchiotest.SimConfig{Latency: 50 * time.Millisecond, Jitter: 50 * time.Millisecond,
 		Loss: 0.1, Seed: seed}, func() time.Time { return s.now })
 	if err != nil {
 		s.t.Fatal(err)

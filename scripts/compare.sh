@@ -9,7 +9,10 @@
 #   scripts/compare.sh results/today -step 3s
 #
 # DIR defaults to bench-results/<timestamp>. Sixteen sweeps take a while
-# (several minutes with the default 2 s steps).
+# (several minutes with the default 2 s steps). Every run uses the
+# single-loop server (-shards 0): the comparison sockets (xnet, single)
+# cannot be given to the sharded one, and the modes should differ only in
+# their socket.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +29,7 @@ for recv in mmsg block xnet single; do
 		for clients in 256 4096; do
 			name="$recv-${size}B-${clients}c"
 			echo "== $name" >&2
-			"$out/netbench" -sweep -quiet -recv "$recv" -size "$size" -clients "$clients" \
+			"$out/netbench" -sweep -quiet -shards 0 -recv "$recv" -size "$size" -clients "$clients" \
 				-label "$name" -json "$out/$name.json" "$@" | tee "$out/$name.txt"
 		done
 	done

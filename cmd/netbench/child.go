@@ -194,7 +194,7 @@ func runServerChild(o *options) error {
 		case "end":
 			end := takeMark(srv.echo)
 			w := serverWindow(&begin, &end)
-			w.ReceiveMode, w.Batch = srv.mode.String(), srv.batch
+			w.ReceiveMode, w.Batch = srv.mode, srv.batch
 			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
 			w.CPUs, _ = parseInts(o.serverCPUs)
 			w.DropReasons = srv.echo.DropReasons()

@@ -27,7 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/codec"
 )
@@ -65,7 +64,6 @@ type options struct {
 	cpuProfile string
 
 	files         []string // extra arguments: JSON files to plot
-	recvMode      batchio.RecvMode
 	socketsArg    string
 	floodPriority string
 	floodGSO      bool
@@ -117,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
 	fs.IntVar(&o.shards, "shards", 1, "server shards: N runs the engine.Server with N SO_REUSEPORT sockets and shard goroutines; 0 runs it in manual mode (one socket, driven by the application goroutine)")
 	fs.IntVar(&o.batch, "batch", 64, "server socket batch size (datagrams per system call, 1 to 1024)")
-	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block, xnet or single")
+	fs.StringVar(&o.recv, "recv", "mmsg", "server receive mode: mmsg, block (batchio), xnet or single (bench's comparison sockets)")
 	fs.BoolVar(&o.gso, "gso", true, "server sends runs of datagrams to one client with UDP GSO (mmsg and block modes)")
 	fs.BoolVar(&o.ipv6, "ipv6", false, "use IPv6 loopback (::1) instead of 127.0.0.1")
 	fs.StringVar(&o.jsonPath, "json", "", "write the result as JSON to `FILE`")
@@ -164,8 +162,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // check validates the options and decodes the derived fields.
 func (o *options) check() error {
 	var err error
-	if o.recvMode, err = batchio.ParseRecvMode(o.recv); err != nil {
-		return fmt.Errorf("-recv: %w", err)
+	switch o.recv {
+	case "mmsg", "block", "xnet", "single":
+	default:
+		return fmt.Errorf("-recv %q: want mmsg, block, xnet or single", o.recv)
 	}
 	if o.child {
 		return nil // the key and protocol come from the environment

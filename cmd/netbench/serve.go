@@ -23,7 +23,7 @@ import (
 type echoServer struct {
 	echo  *bench.EchoServer
 	addr  netip.AddrPort
-	mode  batchio.RecvMode
+	mode  string // -recv
 	batch int
 	done  chan error
 }
@@ -32,14 +32,12 @@ type echoServer struct {
 // goroutines (the default mode), or with -shards 0 one socket driven by
 // the application goroutine (the manual mode).
 func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
-	sock := batchio.MmsgConfig{Mode: o.recvMode, BatchSize: o.batch,
-		GSO: o.gso && (o.recvMode == batchio.RecvMmsg || o.recvMode == batchio.RecvBlock)}
+	sock := batchio.Config{BatchSize: o.batch, DisableGSO: !o.gso, BlockingWait: o.recv == "block"}
 	cfg := engine.ServerConfig{
 		ProtocolID: o.protocolID,
 		PrivateKey: o.key,
 		MaxClients: o.clients,
 		Manual:     o.shards == 0,
-		Shards:     max(o.shards, 1),
 		// Validated by the engine, which names the allowed range.
 		TokenDecryptsPerSecond: o.decryptRate,
 		DisableRequestShedding: o.noShed,
@@ -49,14 +47,46 @@ func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
 		// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
 		cfg.TokenHistorySize = 1 << 20
 	}
-	srv, err := engine.Listen(cfg, sock, addr)
+	srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
 	if err != nil {
 		return nil, err
 	}
-	s := &echoServer{mode: o.recvMode, batch: o.batch, done: make(chan error, 1), addr: srv.LocalAddrs()[0],
-		echo: bench.NewEchoServer(srv, bench.EchoConfig{Manual: cfg.Manual, LockOSThread: cfg.Manual && o.recvMode == batchio.RecvBlock})}
+	s := &echoServer{mode: o.recv, batch: o.batch, done: make(chan error, 1), addr: srv.LocalAddrs()[0],
+		echo: bench.NewEchoServer(srv, bench.EchoConfig{Manual: cfg.Manual, LockOSThread: cfg.Manual && sock.BlockingWait})}
 	go func() { s.done <- s.echo.Run() }()
 	return s, nil
+}
+
+// listenServer starts the engine server on shards sockets for -recv:
+// batchio's (mmsg, block) through engine.Listen, or bench's comparison
+// sockets (xnet, single, which ignore GSO) given to engine.NewServer.
+func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, recv string) (*engine.Server, error) {
+	if recv != "xnet" && recv != "single" {
+		cfg.Shards = shards
+		return engine.Listen(cfg, sock, addr)
+	}
+	sock.ReusePort = shards > 1
+	var conns []batchio.Conn
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	for range shards {
+		c, err := bench.ListenComparison(addr, recv, sock)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		conns = append(conns, c)
+		addr = c.LocalAddr()
+	}
+	srv, err := engine.NewServer(cfg, conns...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return srv, nil // the comparison sockets live as long as the process
 }
 
 func (s *echoServer) close() error {
@@ -76,7 +106,7 @@ func runServe(o *options) error {
 		return err
 	}
 	slog.Info("netbench echo server", "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
-		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recvMode)
+		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recv)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)

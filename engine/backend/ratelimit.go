@@ -1,0 +1,111 @@
+package backend
+
+import (
+	"container/list"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Rate limit defaults (for zero RateLimit fields) and bounds.
+const (
+	// DefaultRatePerSecond is the sustained tokens per second per client.
+	DefaultRatePerSecond = 1.0
+	// DefaultRateBurst is how many tokens a client may get at once.
+	DefaultRateBurst = 5
+	// DefaultMaxIdentities bounds the table of per-client buckets.
+	DefaultMaxIdentities = 1 << 16
+
+	maxRatePerSecond = 1e6
+	maxRateBurst     = 1 << 20
+	maxIdentities    = 1 << 24
+)
+
+// RateLimit bounds how often one identity (client id) gets a token: a
+// token bucket of Burst tokens refilled at PerSecond. Zero fields take the
+// defaults.
+type RateLimit struct {
+	// PerSecond is the sustained rate per client id (default 1; allowed
+	// more than 0 up to 1e6).
+	PerSecond float64
+	// Burst is how many requests a client id may make at once (default 5;
+	// allowed 1 to 2^20).
+	Burst int
+	// MaxIdentities bounds the table of buckets (default 65536; allowed 1
+	// to 2^24). When it is full the least recently seen identity's bucket
+	// is dropped; that identity starts again with a full bucket, which is
+	// what it would have had after being idle for Burst/PerSecond seconds.
+	MaxIdentities int
+}
+
+func (r RateLimit) withDefaults() (RateLimit, error) {
+	if !orDefault(&r.PerSecond, DefaultRatePerSecond, math.SmallestNonzeroFloat64, maxRatePerSecond) {
+		return r, fmt.Errorf("RateLimit.PerSecond %g; allowed more than 0 up to %g (0 means %g)", r.PerSecond, float64(maxRatePerSecond), DefaultRatePerSecond)
+	}
+	if !orDefault(&r.Burst, DefaultRateBurst, 1, maxRateBurst) {
+		return r, fmt.Errorf("RateLimit.Burst %d; allowed 1 to %d (0 means %d)", r.Burst, maxRateBurst, DefaultRateBurst)
+	}
+	if !orDefault(&r.MaxIdentities, DefaultMaxIdentities, 1, maxIdentities) {
+		return r, fmt.Errorf("RateLimit.MaxIdentities %d; allowed 1 to %d (0 means %d)", r.MaxIdentities, maxIdentities, DefaultMaxIdentities)
+	}
+	return r, nil
+}
+
+// limiter is a bounded table of token buckets, least recently used first
+// out. One mutex: a request takes it once, for a map lookup and a few
+// float operations.
+type limiter struct {
+	cfg RateLimit
+
+	mu      sync.Mutex
+	buckets map[uint64]*list.Element // of *bucket
+	lru     list.List                // front: most recently used
+}
+
+type bucket struct {
+	id     uint64
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(cfg RateLimit) *limiter {
+	return &limiter{cfg: cfg, buckets: make(map[uint64]*list.Element)}
+}
+
+// allow takes a token from id's bucket. When there is none it returns
+// false and how long until there is.
+func (l *limiter) allow(id uint64, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b *bucket
+	if e, ok := l.buckets[id]; ok {
+		l.lru.MoveToFront(e)
+		b = e.Value.(*bucket)
+		if dt := now.Sub(b.last); dt > 0 {
+			b.tokens = math.Min(float64(l.cfg.Burst), b.tokens+dt.Seconds()*l.cfg.PerSecond)
+			b.last = now
+		}
+	} else {
+		if len(l.buckets) >= l.cfg.MaxIdentities {
+			old := l.lru.Back()
+			l.lru.Remove(old)
+			delete(l.buckets, old.Value.(*bucket).id)
+		}
+		b = &bucket{id: id, tokens: float64(l.cfg.Burst), last: now}
+		l.buckets[id] = l.lru.PushFront(b)
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := time.Duration((1 - b.tokens) / l.cfg.PerSecond * float64(time.Second))
+	return false, wait
+}
+
+// len returns the number of identities in the table.
+func (l *limiter) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
