@@ -39,7 +39,7 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// ReceiveQueueSize is how many received payloads wait for
 	// ReceivePacket; a payload arriving at a full queue is dropped and
-	// counted. A power of two up to 65536; 0 means ReceiveQueueSize (256).
+	// counted. A power of two up to 65536; 0 means DefaultReceiveQueueSize (256).
 	ReceiveQueueSize int
 	// OnStateChange, if set, is called from Connect, Update, Disconnect and
 	// the loopback methods on every state change. It must not call Connect,
@@ -187,11 +187,11 @@ type Client struct {
 // conns: Close does not close them.
 func NewClient(cfg ClientConfig, conns ...batchio.Conn) (*Client, error) {
 	if cfg.ReceiveQueueSize == 0 {
-		cfg.ReceiveQueueSize = ReceiveQueueSize
+		cfg.ReceiveQueueSize = DefaultReceiveQueueSize
 	}
 	if n := cfg.ReceiveQueueSize; n < 1 || n > maxClientReceiveQueue || bits.OnesCount(uint(n)) != 1 {
 		return nil, fmt.Errorf("%w: ReceiveQueueSize is %d; want a power of two from 1 to %d, or 0 for %d",
-			ErrClientConfig, n, maxClientReceiveQueue, ReceiveQueueSize)
+			ErrClientConfig, n, maxClientReceiveQueue, DefaultReceiveQueueSize)
 	}
 	for i, c := range conns {
 		if c == nil {

@@ -58,15 +58,14 @@ var (
 // authenticated a client.
 func GenerateConnectToken(p TokenParams) ([]byte, error) {
 	token := make([]byte, codec.ConnectTokenBytes)
-	if err := GenerateConnectTokenInto(token, &p); err != nil {
+	if err := writeConnectToken(token, &p); err != nil {
 		return nil, err
 	}
 	return token, nil
 }
 
-// GenerateConnectTokenInto is GenerateConnectToken writing into a
-// caller-owned buffer of at least 2048 bytes.
-func GenerateConnectTokenInto(dst []byte, p *TokenParams) error {
+// writeConnectToken mints the token into dst (at least 2048 bytes).
+func writeConnectToken(dst []byte, p *TokenParams) error {
 	if len(p.PrivateKey) != codec.KeyBytes {
 		return fmt.Errorf("%w, got %d", ErrPrivateKeySize, len(p.PrivateKey))
 	}
