@@ -372,9 +372,11 @@ func (s *Server) Flush() {
 // worth per shard, and returns how many it handled. Each shard's events
 // come in the order the shard produced them (a client's connect before its
 // payloads, its payloads before its disconnect). A disconnected client's
-// slot and id are freed after fn returns for its disconnect event.
-// Application goroutine only; ev, its UserData and Payload are valid only
-// during fn.
+// slot and id are freed after fn returns for its disconnect event. A
+// payload may come from a client that has already left (its disconnect
+// event follows): a reply to it fails with ErrSlotNotConnected, which a
+// game can ignore. Application goroutine only; ev, its UserData and
+// Payload are valid only during fn.
 func (s *Server) Poll(fn func(ev *Event)) int {
 	handled := 0
 	for _, sh := range s.shards {
