@@ -365,4 +365,3 @@ func TestBatchBucketBounds(t *testing.T) {
 		t.Fatalf("bounds %v; want %v", metrics.BatchBucketBounds, want)
 	}
 }
-
