@@ -243,3 +243,4 @@ func curID() string {
 	f := strings.Fields(string(buf[:runtime.Stack(buf, false)]))
 	return f[1]
 }
+
