@@ -243,4 +243,3 @@ func curID() string {
 	f := strings.Fields(string(buf[:runtime.Stack(buf, false)]))
 	return f[1]
 }
-
