@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"time"
 
@@ -73,7 +74,7 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 
 	log.Info("netcode dedicated server serving",
 		slog.Any("udp", srv.LocalAddrs()), slog.Any("public", srv.PublicAddresses()),
-		slog.Any("http", w.addr()), slog.Int("max_clients", srv.MaxClients()),
+		slog.String("http", addrString(w.addr())), slog.Int("max_clients", srv.MaxClients()),
 		slog.Float64("tick_hz", cfg.TickRate), slog.Duration("drain_grace", cfg.DrainGrace),
 		slog.Bool("agones", ag != nil))
 	if cfg.Serving != nil {
@@ -129,4 +130,11 @@ func drain(srv *engine.Server, grace time.Duration, log *slog.Logger) {
 	}
 	log.Info("netcode dedicated server drained", slog.Duration("took", time.Since(start)),
 		slog.Bool("grace_expired", ctx.Err() != nil), slog.Int("connected_at_start", left))
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
