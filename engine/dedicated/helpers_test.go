@@ -41,7 +41,7 @@ func (b *logBuf) String() string {
 
 // running is a Run in progress.
 type running struct {
-	t      *testing.T
+	t      testing.TB
 	key    []byte
 	srv    *engine.Server
 	url    string // http://host:port of the endpoints
@@ -54,7 +54,7 @@ type running struct {
 // start runs game with cfg, filled in for a test: a random key, two shards
 // on 127.0.0.1 and the endpoints on a free port unless set. It returns
 // once the server listens.
-func start(t *testing.T, cfg dedicated.Config, game dedicated.Game) *running {
+func start(t testing.TB, cfg dedicated.Config, game dedicated.Game) *running {
 	t.Helper()
 	r := &running{t: t, key: make([]byte, 32), done: make(chan error, 1), logs: new(logBuf),
 		web: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
@@ -148,13 +148,13 @@ func (r *running) token(id uint64) []byte {
 
 // players are test clients, driven by the test goroutine only.
 type players struct {
-	t       *testing.T
+	t       testing.TB
 	clients []*engine.Client
 	got     []int // payloads received, per client
 	buf     []byte
 }
 
-func newPlayers(t *testing.T) *players { return &players{t: t, buf: make([]byte, 1200)} }
+func newPlayers(t testing.TB) *players { return &players{t: t, buf: make([]byte, 1200)} }
 
 // dial starts a client connecting with tok.
 func (p *players) dial(tok []byte) int {
