@@ -15,10 +15,14 @@ import (
 // BenchmarkEcho measures the dedicated server's echo game (one shard)
 // under a closed-loop load, one client keeping 64 payloads in flight,
 // without a scraper and with one that GETs /metrics, /healthz and /readyz
-// every 100 ms as Prometheus and an orchestrator would. -count alternates
-// the two:
+// every 100 ms as Prometheus and an orchestrator would. On a noisy machine
+// compare rounds that alternate the two, each a run of its own:
 //
-//	go test -run '^$' -bench Echo -benchtime 100000x -count 8 ./engine/dedicated
+//	go test -c -o echo.test ./engine/dedicated
+//	for i in 1 2 3 4 5 6 7 8; do
+//	  ./echo.test -test.run '^$' -test.bench 'Echo/scraper=off/' -test.benchtime 300000x
+//	  ./echo.test -test.run '^$' -test.bench 'Echo/scraper=100ms/' -test.benchtime 300000x
+//	done
 func BenchmarkEcho(b *testing.B) {
 	for _, size := range []int{64, 1200} {
 		for _, scrape := range []time.Duration{0, 100 * time.Millisecond} {
