@@ -16,14 +16,14 @@ const protocol = 0x6d6574726963
 // test goroutine: nothing changes between two steps, so a scrape and the
 // server's own stats can be compared exactly.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	key     []byte
 	srv     *engine.Server
 	clients []*engine.Client
 	buf     []byte
 }
 
-func newRig(t *testing.T, shards, maxClients int) *rig {
+func newRig(t testing.TB, shards, maxClients int) *rig {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
