@@ -88,6 +88,7 @@ type mmsgConn struct {
 	}
 	recvBufGot, sendBufGot   int
 	recvBufWant, sendBufWant int
+	meminfo                  meminfo // KernelDrops: any goroutine
 }
 
 var (
@@ -182,6 +183,7 @@ func (c *mmsgConn) init() {
 	// every call would allocate.
 	c.recvFn = c.recvmmsg
 	c.sendFn = c.sendmmsg
+	c.meminfo.fn = c.meminfo.read
 	c.waitFn = c.waitOnce
 	c.pollFn = c.pollNow
 	c.blockFn = c.pollBlock

@@ -5,6 +5,7 @@ package batchio
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -80,14 +81,28 @@ func (c *mmsgConn) SetShedding(prefix byte, keep float64) error {
 // filter turned them away (SO_MEMINFO's count, which wraps at 2^32). It is
 // a system call, safe from any goroutine; 0 if the socket is closed.
 func (c *mmsgConn) KernelDrops() uint64 {
-	var info [unix.SK_MEMINFO_VARS]uint32
-	size := uint32(unsafe.Sizeof(info))
-	var errno unix.Errno
-	if c.rc.Control(func(fd uintptr) {
-		_, _, errno = unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
-			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
-	}) != nil || errno != 0 {
+	m := &c.meminfo
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.size, m.errno = uint32(unsafe.Sizeof(m.info)), 0
+	if c.rc.Control(m.fn) != nil || m.errno != 0 {
 		return 0
 	}
-	return uint64(info[unix.SK_MEMINFO_DROPS])
+	return uint64(m.info[unix.SK_MEMINFO_DROPS])
+}
+
+// meminfo is KernelDrops' getsockopt state, kept in the conn (with the
+// control function made once) so that a stats reader does not allocate:
+// a closure over locals would move them to the heap on every call.
+type meminfo struct {
+	mu    sync.Mutex
+	info  [unix.SK_MEMINFO_VARS]uint32
+	size  uint32
+	errno unix.Errno
+	fn    func(fd uintptr)
+}
+
+func (m *meminfo) read(fd uintptr) {
+	_, _, m.errno = unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&m.info[0])), uintptr(unsafe.Pointer(&m.size)), 0)
 }

@@ -128,3 +128,16 @@ func TestSheddingArguments(t *testing.T) {
 		t.Errorf("KernelDrops after Close = %d; want 0", n)
 	}
 }
+
+// TestKernelDropsAllocs: reading the drop count allocates nothing, so the
+// engine's ShardStats and Stats, which read it, do not either.
+func TestKernelDropsAllocs(t *testing.T) {
+	c, err := listenMmsg(netip.MustParseAddrPort("127.0.0.1:0"), Config{DisableGSO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if a := testing.AllocsPerRun(100, func() { c.KernelDrops() }); a != 0 {
+		t.Fatalf("KernelDrops: %v allocations; want 0", a)
+	}
+}

@@ -113,6 +113,10 @@ var echoSockets = []struct {
 //
 //	go test -run '^$' -bench Echo -benchtime 300000x ./engine
 //
+// The -read100ms variant has a goroutine read the server's stats, liveness
+// and readiness every 100 ms, as a metrics scrape and health probes do
+// (engine/dedicated's BenchmarkEcho measures real HTTP scrapes).
+//
 // The -gso variants send with UDP GSO. The load is one client, so every
 // flush is a run of equal datagrams to one address, GSO's best case; a
 // game server's flush holds one or two datagrams per client.
@@ -124,9 +128,14 @@ func BenchmarkEcho(b *testing.B) {
 			if sock.name == "mmsg-gso" {
 				b.Run(fmt.Sprintf("bare-gso/%d", size), func(b *testing.B) { benchBareEcho(b, sock.cfg, size) })
 			}
-			b.Run(fmt.Sprintf("server-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, true, size) })
+			b.Run(fmt.Sprintf("server-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, true, size, 0) })
 			if sock.name == "mmsg" || sock.name == "mmsg-gso" {
-				b.Run(fmt.Sprintf("default-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, false, size) })
+				b.Run(fmt.Sprintf("default-%s/%d", sock.name, size), func(b *testing.B) { benchServerEcho(b, sock.cfg, false, size, 0) })
+			}
+			if sock.name == "mmsg" {
+				b.Run(fmt.Sprintf("default-%s-read100ms/%d", sock.name, size), func(b *testing.B) {
+					benchServerEcho(b, sock.cfg, false, size, 100*time.Millisecond)
+				})
 			}
 		}
 	}
@@ -237,7 +246,8 @@ func benchEchoLoop(b *testing.B, srv batchio.Conn, loadKey *aead.PacketKey, size
 // benchServerEcho echoes through a server on a socket of sock, in manual
 // mode (a goroutine driving Update, Poll and Flush) or in the default mode
 // (the shard's goroutine, and the application's polling and echoing).
-func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int) {
+// With readEvery > 0 a goroutine reads the server's stats that often.
+func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int, readEvery time.Duration) {
 	sconn := listenMmsg(b, sock)
 	defer sconn.Close()
 	cconn := listenMmsg(b, loadSocket)
@@ -308,6 +318,22 @@ func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int) {
 			}
 		}
 	}()
+	if readEvery > 0 {
+		wg.Go(func() {
+			tick := time.NewTicker(readEvery)
+			defer tick.Stop()
+			buf := srv.ShardStats(nil)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				buf = srv.ShardStats(buf[:0])
+				_, _, _, _ = srv.Stats(), srv.Live(time.Second), srv.Ready(), srv.Draining()
+			}
+		})
+	}
 	key, err := aead.NewPacketKey(ct.ClientToServerKey[:], 0xbe)
 	if err != nil {
 		b.Fatal(err)

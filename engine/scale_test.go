@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -181,14 +182,56 @@ func testSteadyStateAllocs(t *testing.T, srv *Server) {
 		round()
 	}
 	t.Logf("warm-up: 50 rounds in %v", time.Since(start))
+	// A scraper and probes read the server all along, as the metrics
+	// collector and the health handlers do: the reads add nothing.
+	stopReader := readConcurrently(srv)
 	received = 0
 	allocs := testing.AllocsPerRun(200, round)
-	t.Logf("%v allocations per round of %d echoes (%d echoes received)", allocs, len(clients), received)
+	n := stopReader()
+	t.Logf("%v allocations per round of %d echoes (%d echoes received, %d concurrent reads)", allocs, len(clients), received, n)
+	if n == 0 {
+		t.Fatal("the concurrent reader did not run")
+	}
 	if received < 150*len(clients) {
 		t.Fatalf("only %d echoes in 200 rounds", received)
 	}
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round of %d echoes, want 0", allocs, len(clients))
+	}
+}
+
+// readConcurrently starts a goroutine that reads srv the way the metrics
+// collector (engine/metrics) and the health handlers (engine/health) do,
+// over and over, yielding between rounds: ShardStats into a reused buffer,
+// Stats, Live, Ready, Draining, the slot counts. stop ends it and returns
+// how many rounds it made.
+func readConcurrently(srv *Server) (stop func() uint64) {
+	var rounds atomic.Uint64
+	done, exited := make(chan struct{}), make(chan struct{})
+	buf := srv.ShardStats(nil)
+	go func() {
+		defer close(exited)
+		var sink int
+		for {
+			select {
+			case <-done:
+				_ = sink
+				return
+			default:
+			}
+			buf = srv.ShardStats(buf[:0])
+			st := srv.Stats()
+			if srv.Live(time.Minute) && srv.Ready() && !srv.Draining() {
+				sink += st.Connected + buf[0].Connected + srv.NumConnectedClients() + srv.MaxClients()
+			}
+			rounds.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		<-exited
+		return rounds.Load()
 	}
 }
 

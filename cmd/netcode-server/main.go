@@ -1,0 +1,205 @@
+// Command netcode-server is the reference netcode dedicated server: the
+// engine's server with a built-in game (echo for load tests, relay), the
+// operational HTTP endpoints (/metrics, /healthz, /readyz), a graceful
+// drain on SIGTERM and, with -agones, the Agones GameServer lifecycle. It
+// is a thin main around package engine/dedicated; a game team copies it
+// and plugs in its own dedicated.Game.
+//
+//	netcode-server -protocol 1122334455667788 -key-file /run/secrets/netcode-key \
+//	    -bind 0.0.0.0:40000 -bind [::]:40000 -public 203.0.113.7:40000 -http 0.0.0.0:8080
+//
+// Every flag can also come from the environment, NETCODE_ and its name
+// upper-cased with dashes as underscores (NETCODE_MAX_CLIENTS); the
+// command line wins. The private key comes from -key-file or from
+// NETCODE_PRIVATE_KEY (64 hex digits); it is never a flag value, never
+// logged and never echoed.
+//
+// Without a key the server runs in development mode: it makes a
+// throwaway key for the run, writes it to a file only the user can read
+// (its path is logged, with a netbench command line that loads the
+// server), removes the file at exit, and serves on loopback addresses
+// only, so that it can be run from a fresh clone with no secret on disk
+// and is never reachable from elsewhere with a key nobody configured.
+// -agones needs a real key.
+//
+// SIGTERM or SIGINT drains: new players are refused and /readyz answers
+// 503 at once, players play on for up to -drain-grace, then are
+// disconnected; the process exits 0. A second signal ends it at once.
+//
+// Exit status: 0 after a drain, 2 for a usage error (a bad flag,
+// variable or key), 1 when the server failed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/engine/dedicated"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal takes the default action: the process ends at once
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+}
+
+// run runs the server until ctx is done and returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	o, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(o.logFormat, o.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
+		return 2
+	}
+	cfg, g, cleanup, err := configure(o, getenv, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
+		return 2
+	}
+	defer cleanup()
+	if err := dedicated.Run(ctx, cfg, g); err != nil {
+		log.Error("netcode-server failed", slog.Any("err", err))
+		return 1
+	}
+	return 0
+}
+
+// newLogger makes the structured logger of -log-format and -log-level.
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("-log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, usagef("-log-format %q: want json or text", format)
+}
+
+// configure turns the options into the runner's config. cleanup removes
+// the development key file, if one was made.
+func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg dedicated.Config, g dedicated.Game, cleanup func(), err error) {
+	cleanup = func() {}
+	if g, err = game(o.game); err != nil {
+		return
+	}
+	key, err := readKey(o.keyFile, getenv)
+	if err != nil {
+		return
+	}
+	keySource := "-key-file " + o.keyFile
+	if o.keyFile == "" {
+		keySource = keyEnv
+	}
+	dev := key == nil
+	if dev {
+		if err = checkDev(o); err != nil {
+			return
+		}
+		if o.protocolHex == "" {
+			o.protocolHex = devProtocolHex
+		}
+	} else if o.protocolHex == "" {
+		err = usagef("-protocol is required with a key: the game's protocol id, 1 to 16 hex digits")
+		return
+	}
+	protocol, err := parseProtocol(o.protocolHex)
+	if err != nil {
+		return
+	}
+	if len(o.binds) == 0 {
+		o.binds = addrList{netip.MustParseAddrPort(defaultBind)}
+	}
+	if len(o.public) == 0 && !o.agones {
+		for _, b := range o.binds {
+			if b.Addr().IsUnspecified() {
+				err = usagef("-public is required with -bind %v: the address players reach, which the connect tokens name (or -agones, which reads it from the GameServer)", b)
+				return
+			}
+		}
+	}
+	if dev {
+		var path string
+		if key, path, err = devKey(); err != nil {
+			return
+		}
+		cleanup = func() { os.Remove(path) }
+		keySource = "development key in " + path
+		target := o.binds[0]
+		if len(o.public) > 0 {
+			target = o.public[0]
+		}
+		log.Warn("development mode: no private key configured (-key-file or "+keyEnv+"); made a throwaway key for this run, serving on loopback only",
+			slog.String("key_file", path), slog.String("protocol", o.protocolHex),
+			slog.String("load_it_with", fmt.Sprintf("go run ./cmd/netbench -target %v -protocol %s -key $(cat %s)", target, o.protocolHex, path)))
+	}
+	cfg = dedicated.Config{
+		Server: engine.ServerConfig{
+			ProtocolID:              protocol,
+			PrivateKey:              key,
+			PublicAddresses:         o.public,
+			MaxClients:              o.maxClients,
+			Shards:                  o.shards,
+			MaxConnectTokenLifetime: o.tokenLifetime,
+		},
+		Bind:       o.binds,
+		HTTPAddr:   strings.TrimSuffix(o.httpAddr, "off"),
+		TickRate:   o.tick,
+		DrainGrace: o.drainGrace,
+		Logger:     log,
+	}
+	if o.agones {
+		a := &dedicated.AgonesConfig{PortName: o.agonesPort}
+		if a.Lifecycle.Tracking, err = tracking(o.agonesTracking); err != nil {
+			cleanup()
+			return
+		}
+		cfg.Agones = a
+	}
+	log.Info("netcode-server starting", slog.String("game", o.game), slog.String("protocol", strconv.FormatUint(protocol, 16)),
+		slog.String("key", keySource), slog.String("bind", o.binds.String()), slog.String("public", o.public.String()),
+		slog.String("http", o.httpAddr), slog.Bool("agones", o.agones))
+	return cfg, g, cleanup, nil
+}
+
+// checkDev fills in and checks the development mode's binds: loopback only,
+// and no Agones.
+func checkDev(o *options) error {
+	if o.agones {
+		return usagef("-agones needs the private key the token service uses: give -key-file FILE or set %s (64 hex digits)", keyEnv)
+	}
+	if len(o.binds) == 0 {
+		o.binds = addrList{netip.MustParseAddrPort(devBind)}
+	}
+	for _, b := range o.binds {
+		if !b.Addr().IsLoopback() {
+			return usagef("no private key: give -key-file FILE or set %s (64 hex digits; netcode-token keygen makes one). Without one the server makes a throwaway development key, on loopback addresses only (-bind %s), not on %v", keyEnv, devBind, b)
+		}
+	}
+	return nil
+}

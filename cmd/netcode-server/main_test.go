@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuf is a goroutine-safe log sink.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func newKeyHex(t *testing.T) string {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return hex.EncodeToString(k)
+}
+
+// TestFlagsFromEnvironment: every flag has its variable; the command line
+// wins; repeatable flags take comma lists; a bad value names its variable.
+func TestFlagsFromEnvironment(t *testing.T) {
+	env := map[string]string{
+		"NETCODE_BIND": "127.0.0.1:1000,[::1]:1000", "NETCODE_PUBLIC": "203.0.113.1:1000",
+		"NETCODE_PROTOCOL": "abc", "NETCODE_KEY_FILE": "/k", "NETCODE_MAX_CLIENTS": "7", "NETCODE_SHARDS": "3",
+		"NETCODE_HTTP": "127.0.0.1:9", "NETCODE_DRAIN_GRACE": "5s", "NETCODE_TOKEN_LIFETIME": "60s",
+		"NETCODE_AGONES": "true", "NETCODE_AGONES_TRACKING": "list", "NETCODE_AGONES_PORT": "game",
+		"NETCODE_GAME": "relay", "NETCODE_TICK": "60", "NETCODE_LOG_FORMAT": "json", "NETCODE_LOG_LEVEL": "debug",
+	}
+	o, err := parseFlags([]string{"-max-clients", "9", "-bind", "127.0.0.2:5"}, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{o.binds.String(), o.public.String(), o.protocolHex, o.keyFile, o.maxClients, o.shards, o.httpAddr,
+		o.drainGrace, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel}
+	want := []any{"127.0.0.2:5", "203.0.113.1:1000", "abc", "/k", 9, 3, "127.0.0.1:9",
+		5 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("option %d: %v; want %v", i, got[i], want[i])
+		}
+	}
+	// Every flag is covered by the table above.
+	seen := 0
+	for name := range env {
+		if strings.HasPrefix(name, envPrefix) {
+			seen++
+		}
+	}
+	if n := countFlags(t); seen != n {
+		t.Errorf("the test sets %d variables; the command has %d flags", seen, n)
+	}
+	if _, err := parseFlags(nil, envOf(map[string]string{"NETCODE_MAX_CLIENTS": "many"}), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "NETCODE_MAX_CLIENTS") {
+		t.Errorf("bad variable: %v", err)
+	}
+	if _, err := parseFlags(nil, envOf(map[string]string{"NETCODE_BIND": "localhost"}), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "NETCODE_BIND") {
+		t.Errorf("bad bind variable: %v", err)
+	}
+}
+
+func countFlags(t *testing.T) int {
+	var out bytes.Buffer
+	parseFlags([]string{"-h"}, envOf(nil), &out)
+	return len(regexp.MustCompile(`(?m)^  -`).FindAllString(out.String(), -1))
+}
+
+// TestUsageErrors: bad flags exit 2 with a message saying what is allowed,
+// before anything listens.
+func TestUsageErrors(t *testing.T) {
+	key := newKeyHex(t)
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-game", "chess"}, nil, "want echo or relay"},
+		{[]string{"-protocol", "xyz"}, nil, "want 1 to 16 hex digits"},
+		{[]string{"-log-format", "xml"}, nil, "want json or text"},
+		{[]string{"-log-level", "loud"}, nil, "want debug, info"},
+		{[]string{"stray"}, nil, "unexpected arguments"},
+		{[]string{"-bind", "0.0.0.0:0"}, nil, "loopback addresses only"},
+		{[]string{"-agones"}, nil, "-agones needs the private key"},
+		{nil, map[string]string{keyEnv: key}, "-protocol is required"},
+		{[]string{"-protocol", "1"}, map[string]string{keyEnv: key}, "-public is required with -bind 0.0.0.0:40000"},
+		{[]string{"-protocol", "1", "-agones", "-agones-tracking", "sometimes"}, map[string]string{keyEnv: key}, "want counter, list"},
+		{[]string{"-protocol", "1"}, map[string]string{keyEnv: "0123"}, "NETCODE_PRIVATE_KEY: not 64 hex digits"},
+		{[]string{"-protocol", "1", "-key-file", "/nonexistent/key"}, nil, "-key-file"},
+	} {
+		var out syncBuf
+		code := run(t.Context(), tc.args, envOf(tc.env), &out)
+		if code != 2 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v %v: exit %d %q; want 2 and %q", tc.args, tc.env, code, out.String(), tc.want)
+		}
+	}
+}
+
+// serve runs the command in process until the returned stop is called,
+// and returns its logs once it serves (JSON lines).
+func serve(t *testing.T, args []string, env map[string]string) (logs *syncBuf, fields map[string]any, stop func() int) {
+	t.Helper()
+	logs = new(syncBuf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	args = append([]string{"-log-format", "json", "-http", "127.0.0.1:0", "-drain-grace", "1s"}, args...)
+	go func() { done <- run(ctx, args, envOf(env), logs) }()
+	stop = func() int {
+		cancel()
+		select {
+		case code := <-done:
+			done <- code
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatal("the command did not exit within 30 s of the drain")
+			return -1
+		}
+	}
+	t.Cleanup(func() { stop() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for line := range strings.Lines(logs.String()) {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "netcode dedicated server serving" {
+				return logs, m, stop
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the command exited %d before serving:\n%s", code, logs)
+		default:
+		}
+	}
+	t.Fatalf("the command did not serve within 10 s:\n%s", logs)
+	return
+}
+
+// TestKeyNeverLogged: the key, from the environment or a file, appears in
+// no log line, from start to drain, nor in the usage text or an error.
+func TestKeyNeverLogged(t *testing.T) {
+	key := newKeyHex(t)
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, out string) {
+		t.Helper()
+		for _, k := range []string{key, strings.ToUpper(key), key[:16]} {
+			if strings.Contains(out, k) {
+				t.Errorf("%s shows the key:\n%s", what, out)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"environment", []string{"-protocol", "1", "-bind", "127.0.0.1:0"}, map[string]string{keyEnv: key}},
+		{"file", []string{"-protocol", "1", "-bind", "127.0.0.1:0", "-key-file", file}, nil},
+		{"file from environment", []string{"-protocol", "1", "-bind", "127.0.0.1:0"}, map[string]string{"NETCODE_KEY_FILE": file}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs, fields, stop := serve(t, append(tc.args, "-log-level", "debug"), tc.env)
+			if code := stop(); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			check("the logs", logs.String())
+			if !strings.Contains(logs.String(), `"key":"`) || fields["udp"] == nil {
+				t.Fatalf("no key source or addresses in the logs:\n%s", logs)
+			}
+		})
+	}
+	var usage bytes.Buffer
+	run(t.Context(), []string{"-h"}, envOf(map[string]string{keyEnv: key}), &usage)
+	check("the usage", usage.String())
+	// A malformed key is not quoted back.
+	bad := "zz" + key[2:]
+	var out syncBuf
+	run(t.Context(), []string{"-protocol", "1"}, envOf(map[string]string{keyEnv: bad}), &out)
+	if strings.Contains(out.String(), bad[2:20]) || !strings.Contains(out.String(), keyEnv) {
+		t.Errorf("a bad key's error: %q", out.String())
+	}
+}
+
+// TestDevMode: with no key the command serves on loopback with a
+// throwaway key in a file only the user can read, which it removes at
+// exit; the endpoints answer.
+func TestDevMode(t *testing.T) {
+	logs, fields, stop := serve(t, []string{"-bind", "127.0.0.1:0"}, nil)
+	var path string
+	for line := range strings.Lines(logs.String()) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["key_file"] != nil {
+			path = m["key_file"].(string)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the development key file %q: %v\n%s", path, err, logs)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v; want 0600", st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(strings.TrimSpace(string(b))) != 64 {
+		t.Fatalf("key file: %q %v", b, err)
+	}
+	if strings.Contains(logs.String(), strings.TrimSpace(string(b))) {
+		t.Error("the development key is in the logs")
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get("http://" + fields["http"].(string) + p)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %v %v", p, resp, err)
+		}
+		resp.Body.Close()
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the development key file is still there after exit: %v", err)
+	}
+}

@@ -1,0 +1,25 @@
+// Package dedicated runs a netcode dedicated server the way operators run
+// one: Run listens, serves a Game, exposes /metrics, /healthz and /readyz
+// over HTTP, optionally takes part in the Agones GameServer lifecycle, and
+// drains gracefully when its context ends. cmd/netcode-server is a thin
+// main around it; a game plugs in its own logic through the Game
+// interface.
+//
+// The drain, when ctx is done (SIGTERM in the command):
+//
+//  1. the server stops admitting at once (new requests are answered as a
+//     full server answers them) and /readyz answers 503;
+//  2. connected players play on until all have left or DrainGrace has
+//     passed; then the rest are disconnected with the redundant
+//     disconnect packets and the sockets closed;
+//  3. with Agones, the sidecar is asked to Shutdown the GameServer
+//     (bounded by AgonesConfig.ShutdownTimeout);
+//  4. the HTTP server is closed.
+//
+// Run returns when all of its goroutines have exited, at most DrainGrace +
+// ShutdownTimeout + HTTPShutdownTimeout after ctx is done.
+//
+// The game's callbacks run on one goroutine, the application goroutine of
+// engine.Server, with the server's per-event and send calls; they must
+// not block.
+package dedicated
