@@ -157,6 +157,15 @@ func TestSetActive(t *testing.T) {
 			}
 			defer load.Close()
 			load.Start()
+			window := func(n int) {
+				start := time.Now().Add(150 * time.Millisecond)
+				load.BeginWindow(testTickHz, start, 500*time.Millisecond)
+				time.Sleep(time.Until(start.Add(time.Second)))
+				tot := load.Totals()
+				if tot.Ticks == 0 || tot.Received != tot.Sent || tot.Duplicates != 0 || tot.Active != n {
+					t.Fatalf("%d active: owed %d, received %d, %d duplicates, %d clients lost some", n, tot.Sent, tot.Received, tot.Duplicates, tot.ClientsWithLoss)
+				}
+			}
 			for _, n := range []int{50, 200, 20, 120} {
 				if n != 50 {
 					if err := load.SetActive(n); err != nil {
@@ -169,6 +178,12 @@ func TestSetActive(t *testing.T) {
 				}
 				if load.Connected() != n || app.Counters().Connected != n {
 					t.Fatalf("active %d: load has %d connected, server %d", n, load.Connected(), app.Counters().Connected)
+				}
+				// Windows at 200 and at 120: clients 20 to 119 come back
+				// with new sessions, whose sequences start again, and
+				// their snapshots all count.
+				if n == 200 || n == 120 {
+					window(n)
 				}
 			}
 			if err := load.SetActive(0); err == nil {

@@ -802,6 +802,8 @@ func (l *Load) begin(c *loadClient, now time.Time) bool {
 		return false
 	}
 	c.running = true
+	// A new session's packet sequences start again from 0.
+	c.track = SeqTracker{Received: c.track.Received}
 	return true
 }
 

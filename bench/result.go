@@ -64,7 +64,7 @@ type Step struct {
 // -plot and the comparison table read. Server measurements are nil (null)
 // when the server ran elsewhere (-target).
 type Result struct {
-	Mode         string  `json:"mode"` // echo, sweep, handshake, flood, game, game-sweep
+	Mode string `json:"mode"` // echo, sweep, handshake, flood, game, game-sweep
 	// Bare: the protocol-free control (netbench -bare).
 	Bare         bool    `json:"bare"`
 	Target       string  `json:"target"`
