@@ -47,6 +47,11 @@ const (
 	// lateLimit is how long after a game window's end a snapshot sent in
 	// it is still counted.
 	lateLimit = time.Second
+	// updateEvery is how often a shared-socket client that got nothing
+	// runs its engine client's update (timers: keep-alives at 10 Hz,
+	// timeouts in seconds) when it wakes only to send; its payloads go
+	// out at once all the same.
+	updateEvery = 10 * time.Millisecond
 	// connectSpacing paces the start of clients: connectGroup clients per
 	// connectSpacing, so that thousands of 1078-byte requests do not
 	// overflow the server's socket buffer at once.
@@ -110,6 +115,7 @@ type LoadConfig struct {
 	// Active is how many clients (the first ones) connect at Start; 0
 	// means all. SetActive changes it.
 	Active int
+
 	// Bind is the local address of the client sockets; the zero value is
 	// the loopback address of Server's family.
 	Bind netip.Addr
@@ -245,6 +251,10 @@ type loadClient struct {
 	// lastFull is when a reply last went to the engine client (clients
 	// that are not sampled).
 	lastFull time.Time
+	// got: the worker has datagrams for the client (shared sockets);
+	// lastUpdate is when its engine client last ran (see updateEvery).
+	got        bool
+	lastUpdate time.Time
 	// winRecv counts the window's snapshots (game); read by Totals.
 	winRecv atomic.Uint64
 
@@ -832,7 +842,11 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 	if l.cfg.Mode == LoadHandshake {
 		return l.handshakeTick(c, now)
 	}
-	c.cl.Update(now)
+	if c.got || c.conn != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
+		c.cl.Update(now)
+		c.lastUpdate = now
+	}
+	c.got = false
 	connected := c.cl.State() == engine.Connected
 	l.setUp(c, connected)
 	if c.cl.State() < engine.Disconnected {

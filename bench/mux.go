@@ -237,6 +237,7 @@ func (w *muxWorker) receive() bool {
 			w.rxNext[i] = -1
 		}
 		for _, j := range w.touched {
+			w.clients[j].got = true
 			w.tick(int(j), now)
 			v := w.views[j]
 			for ; v.head >= 0; v.head = w.rxNext[v.head] {

@@ -62,6 +62,7 @@ type options struct {
 	keyHex      string
 	protoHex    string
 	sweep       bool
+	retries     int
 	mode        string
 	serve       string
 	target      string
@@ -124,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.bare, "bare", false, "the protocol-free control: the same load shape (echo or game) with netcode off on both sides (plain UDP, same stamps, sockets, batching and pacing)")
 	fs.IntVar(&o.sample, "sample", 0, "only every N-th client opens and times its replies; the others count them unopened by size and clear sequence (shared sockets; 0: 1 up to 256 clients, else 8)")
 	fs.IntVar(&o.maxClients, "max-clients", 8192, "game -sweep: the most players tried (the server's slots)")
+	fs.IntVar(&o.retries, "retries", 1, "a failed -sweep step is measured again up to this many times before it counts as failed (on a shared machine one stall of a few ms fails a step)")
 	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
 	fs.Var(durationValue{&o.step}, "step", "measurement time of each -sweep step")
 	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
@@ -218,6 +220,9 @@ func (o *options) check() error {
 	}
 	if o.inputSize < 16 || o.inputSize > codec.MaxPayloadBytes {
 		return fmt.Errorf("-input-size %d: want 16 to %d bytes", o.inputSize, codec.MaxPayloadBytes)
+	}
+	if o.retries < 0 || o.retries > 5 {
+		return fmt.Errorf("-retries %d: want 0 to 5", o.retries)
 	}
 	if o.sample < 0 || o.sample > 1<<16 {
 		return fmt.Errorf("-sample %d: want 0 (automatic) to 65536", o.sample)
