@@ -192,3 +192,31 @@ func TestSetActive(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsampledClientsStayConnected: clients that count their snapshots
+// unopened still hand their engine client one a second, so they outlive
+// their tokens' timeout (2 s here) by far.
+func TestUnsampledClientsStayConnected(t *testing.T) {
+	key := testKey(t)
+	app, addr := startTestGame(t, key, 64, false, false)
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: 64,
+		Mode: LoadGame, PayloadBytes: 64, SnapshotBytes: 300, TickHz: testTickHz, SampleEvery: 8, TimeoutSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Close()
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != 64 {
+		t.Fatalf("%d of 64 connected", n)
+	}
+	start := time.Now().Add(150 * time.Millisecond)
+	load.BeginWindow(testTickHz, start, 0) // open: every snapshot in its middle is counted unopened
+	time.Sleep(5 * time.Second)
+	tot := load.Totals()
+	if load.Connected() != 64 || app.Counters().Connected != 64 || app.Counters().Connects != 64 {
+		t.Fatalf("after 5 s: load has %d connected, server %d (%d connects); want 64 throughout", load.Connected(), app.Counters().Connected, app.Counters().Connects)
+	}
+	if tot.Received < 64*4*testTickHz {
+		t.Fatalf("%d snapshots counted in 5 s; want at least %d", tot.Received, 64*4*testTickHz)
+	}
+}
