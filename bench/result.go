@@ -21,6 +21,10 @@ type ServerWindow struct {
 	// (shed connection requests, full queues).
 	KernelDrops uint64 `json:"kernel_drops"`
 	CPUNanos    int64  `json:"cpu_ns"` // user + system (getrusage)
+	// WaitNanos is how long the process's threads waited, runnable, for a
+	// CPU (schedstat run delay; -1: unknown): time other processes took
+	// from the cores it was pinned to.
+	WaitNanos   int64  `json:"wait_ns"`
 	Mallocs     uint64 `json:"mallocs"`
 	GCCycles    uint32 `json:"gc_cycles"`
 	Connected   int    `json:"connected"`
@@ -54,10 +58,13 @@ type Step struct {
 	Sustained    bool    `json:"sustained"`
 	// Why is set when the step was not sustained.
 	Why string `json:"why,omitempty"`
-	// The share of its core each side used, and which was saturated.
-	ServerCPURatio *float64 `json:"server_cpu_ratio"`
-	LoadCPURatio   *float64 `json:"load_cpu_ratio"`
-	Saturated      string   `json:"saturated"`
+	// The share of its core each side used, and waited for, and which
+	// was saturated.
+	ServerCPURatio  *float64 `json:"server_cpu_ratio"`
+	LoadCPURatio    *float64 `json:"load_cpu_ratio"`
+	ServerWaitRatio *float64 `json:"server_wait_ratio"`
+	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
+	Saturated       string   `json:"saturated"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
@@ -114,16 +121,25 @@ type Result struct {
 	// process used over the window (CPU time / window / cores it was
 	// pinned to); ServerCPUNsPerDatagram and LoadCPUNsPerDatagram divide
 	// each one's CPU time by the datagrams its sockets moved (in + out).
-	// Saturated says which side was near the end of its core (>= 90%, or
-	// the load fell behind its schedule): server, load, both or neither.
+	// Saturated says which side wanted all of its core (CPU time plus the
+	// time it waited for the core >= 90% of the window, or the load fell
+	// behind its schedule): server, load, both or neither.
 	ServerCPURatio         *float64 `json:"server_cpu_ratio"`
 	LoadCPURatio           *float64 `json:"load_cpu_ratio"`
 	ServerCPUNsPerDatagram *float64 `json:"server_cpu_ns_per_datagram"`
 	LoadCPUNsPerDatagram   *float64 `json:"load_cpu_ns_per_datagram"`
 	Saturated              string   `json:"saturated"`
 	// LoadAvg is the machine's load average (/proc/loadavg) when the
-	// result was made: the other work it was sharing the cores with.
-	LoadAvg string `json:"load_avg"`
+	// result was made, and CPUPressure the share of the last 10 s in
+	// which some task waited for a CPU (/proc/pressure/cpu): the other
+	// work the cores were shared with.
+	LoadAvg     string   `json:"load_avg"`
+	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
+	// ServerWaitRatio and LoadWaitRatio are the share of the window each
+	// process's threads spent runnable but waiting for a CPU: how much
+	// other processes took from its cores (nil: unknown).
+	ServerWaitRatio *float64 `json:"server_wait_ratio"`
+	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
 
 	// ServerCPUNsPerPacket and ServerAllocsPerPacket divide the server
 	// process's CPU time (user + system) and heap allocations over the
@@ -171,7 +187,7 @@ type Result struct {
 // process; packets are the datagrams it received.
 func (r *Result) SetServer(w *ServerWindow) {
 	r.Server = w
-	r.ServerCPURatio, r.ServerCPUNsPerDatagram = nil, nil
+	r.ServerCPURatio, r.ServerCPUNsPerDatagram, r.ServerWaitRatio = nil, nil, nil
 	if w == nil {
 		r.ServerCPUNsPerPacket, r.ServerAllocsPerPacket, r.ServerGCCycles = nil, nil, nil
 		return
@@ -180,6 +196,9 @@ func (r *Result) SetServer(w *ServerWindow) {
 	r.ServerGCCycles = &gc
 	r.TickUs = w.TickUs
 	r.ServerCPURatio = CPURatio(w.CPUNanos, w.WindowS, len(w.CPUs))
+	if w.WaitNanos >= 0 {
+		r.ServerWaitRatio = CPURatio(w.WaitNanos, w.WindowS, len(w.CPUs))
+	}
 	if d := w.PacketsIn + w.PacketsOut; d > 0 {
 		v := float64(w.CPUNanos) / float64(d)
 		r.ServerCPUNsPerDatagram = &v
@@ -197,6 +216,7 @@ func (r *Result) SetServer(w *ServerWindow) {
 type LoadWindow struct {
 	WindowS   float64
 	CPUNanos  int64
+	WaitNanos int64 // as ServerWindow.WaitNanos
 	Datagrams uint64
 	Cores     int // the cores it was pinned to (0: unknown)
 }
@@ -204,6 +224,10 @@ type LoadWindow struct {
 // SetLoad fills the load's CPU fields.
 func (r *Result) SetLoad(w LoadWindow) {
 	r.LoadCPURatio = CPURatio(w.CPUNanos, w.WindowS, w.Cores)
+	r.LoadWaitRatio = nil
+	if w.WaitNanos >= 0 {
+		r.LoadWaitRatio = CPURatio(w.WaitNanos, w.WindowS, w.Cores)
+	}
 	r.LoadCPUNsPerDatagram = nil
 	if w.Datagrams > 0 {
 		v := float64(w.CPUNanos) / float64(w.Datagrams)
@@ -225,12 +249,24 @@ func CPURatio(cpuNanos int64, windowS float64, cores int) *float64 {
 // saturated.
 const SaturatedAt = 0.9
 
-// Saturation says which side was saturated: a CPU ratio at or above
-// SaturatedAt, or, for the load, sends it skipped to keep its schedule.
-// A ratio of nil (not measured) is not saturated.
-func Saturation(server, load *float64, sendLag uint64) string {
-	s := server != nil && *server >= SaturatedAt
-	l := (load != nil && *load >= SaturatedAt) || sendLag > 0
+// Saturation says which side was saturated: a side whose CPU time plus
+// the time it waited, runnable, for its core (wait, nil: unknown) came to
+// SaturatedAt of the window wanted all of its core; the load also when it
+// skipped sends to keep its schedule. A ratio of nil (not measured) is
+// not saturated.
+func Saturation(server, serverWait, load, loadWait *float64, sendLag uint64) string {
+	busy := func(cpu, wait *float64) bool {
+		if cpu == nil {
+			return false
+		}
+		d := *cpu
+		if wait != nil {
+			d += *wait
+		}
+		return d >= SaturatedAt
+	}
+	s := busy(server, serverWait)
+	l := busy(load, loadWait) || sendLag > 0
 	switch {
 	case s && l:
 		return "both"
@@ -332,6 +368,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	row("load cpu", "%s ns/datagram, %s of its core (1 in %d clients opens replies)",
 		optFloat(r.LoadCPUNsPerDatagram, "%.0f"), optPercent(r.LoadCPURatio), max(r.SampleEvery, 1))
 	row("saturated", "%s", r.Saturated)
+	row("cpu wait", "server %s, load %s of the window runnable but waiting for their cores (other processes)",
+		optPercent(r.ServerWaitRatio), optPercent(r.LoadWaitRatio))
 	row("server allocs", "%s /%s", optFloat(r.ServerAllocsPerPacket, "%.4f"), unit)
 	gc := "n/a"
 	if r.ServerGCCycles != nil {
@@ -339,7 +377,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	row("server gc", "%s cycles", gc)
 	row("config", "recv=%s batch=%d shards=%d ipv6=%v duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.DurationS)
-	row("machine", "load average %s", r.LoadAvg)
+	row("machine", "load average %s, cpu pressure %s", r.LoadAvg, optPercent(r.CPUPressure))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -224,6 +224,7 @@ func runServerChild(o *options) error {
 type mark struct {
 	at      time.Time
 	cpu     int64
+	wait    int64 // runDelay
 	mallocs uint64
 	gc      uint32
 	c       bench.ServerCounters
@@ -249,6 +250,7 @@ func (m *meter) take(e app, begin bool) mark {
 	}
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &m.ru)
 	k.cpu = m.ru.Utime.Nano() + m.ru.Stime.Nano()
+	k.wait = runDelay()
 	k.c = e.Counters()
 	k.at = time.Now()
 	if begin {
@@ -275,6 +277,15 @@ func serverWindow(b, e *mark) *bench.ServerWindow {
 		Ticks:        e.c.Ticks - b.c.Ticks,
 		TicksSkipped: e.c.TicksSkipped - b.c.TicksSkipped,
 	}
+}
+
+// waitDelta is the run delay between two readings, or -1 if either is
+// unknown.
+func waitDelta(b, e int64) int64 {
+	if b < 0 || e < 0 {
+		return -1
+	}
+	return e - b
 }
 
 func joinInts(v []int) string {

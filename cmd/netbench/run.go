@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -200,6 +201,7 @@ type window struct {
 type loadMark struct {
 	at        time.Time
 	cpu       int64
+	wait      int64
 	datagrams uint64
 }
 
@@ -207,11 +209,11 @@ func (r *runner) loadMark() loadMark {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	in, out := r.load.SocketPackets()
-	return loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), datagrams: in + out}
+	return loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out}
 }
 
 func (r *runner) loadWindow(b, e loadMark) bench.LoadWindow {
-	return bench.LoadWindow{WindowS: e.at.Sub(b.at).Seconds(), CPUNanos: e.cpu - b.cpu,
+	return bench.LoadWindow{WindowS: e.at.Sub(b.at).Seconds(), CPUNanos: e.cpu - b.cpu, WaitNanos: waitDelta(b.wait, e.wait),
 		Datagrams: e.datagrams - b.datagrams, Cores: len(r.loadCPUs)}
 }
 
@@ -344,10 +346,11 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	}
 	res.SetServer(w.server)
 	res.SetLoad(w.load)
-	res.Saturated = bench.Saturation(res.ServerCPURatio, res.LoadCPURatio, w.tot.SendLag)
+	res.Saturated = bench.Saturation(res.ServerCPURatio, res.ServerWaitRatio, res.LoadCPURatio, res.LoadWaitRatio, w.tot.SendLag)
 	res.Bare = o.bare
 	res.SampleEvery = r.load.SampleEvery()
 	res.LoadAvg = loadAverage()
+	res.CPUPressure = cpuPressure()
 	if o.mode == "game" {
 		r.gameResult(res, w)
 	}
@@ -372,6 +375,24 @@ func (r *runner) gameResult(res *bench.Result, w *window) {
 	if w.sendS > 0 {
 		res.OfferedPPS = float64(w.tot.Inputs) / w.sendS
 	}
+}
+
+// cpuPressure returns the share of the last 10 s in which some runnable
+// task waited for a CPU (/proc/pressure/cpu, "some avg10"), or nil.
+func cpuPressure() *float64 {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return nil
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, "avg10="); ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				x /= 100
+				return &x
+			}
+		}
+	}
+	return nil
 }
 
 // loadAverage returns the first three fields of /proc/loadavg.
@@ -518,9 +539,9 @@ func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
 			lastTried = w
 			st = stepOf(w)
 			steps = append(steps, st)
-			fmt.Fprintf(r.out, "step %2d: %7.0f Hz x %d = %9.0f pps target, %9.0f offered, %9.0f delivered, loss %.4f%%, p99 %8.1f µs, cpu server %s load %s  %s\n",
+			fmt.Fprintf(r.out, "step %2d: %7.0f Hz x %d = %9.0f pps target, %9.0f offered, %9.0f delivered, loss %.4f%%, p99 %8.1f µs, %s  %s\n",
 				len(steps), rate, w.tot.Connected, st.TargetPPS, st.OfferedPPS, st.DeliveredPPS, 100*st.LossRatio, st.P99Micros,
-				pct(st.ServerCPURatio), pct(st.LoadCPURatio), verdict(st))
+				cpuLine(&st), verdict(st))
 			if st.Sustained {
 				best = w
 				break
@@ -555,6 +576,12 @@ func (r *runner) stopped() bool {
 	default:
 		return false
 	}
+}
+
+// cpuLine says how much of its core each side used and waited for.
+func cpuLine(st *bench.Step) string {
+	return fmt.Sprintf("cpu server %s (+%s wait) load %s (+%s wait)", pct(st.ServerCPURatio), pct(st.ServerWaitRatio),
+		pct(st.LoadCPURatio), pct(st.LoadWaitRatio))
 }
 
 func pct(p *float64) string {
@@ -593,9 +620,9 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 			lastTried = w
 			st = gameStepOf(w, r.o.tickHz)
 			steps = append(steps, st)
-			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, cpu server %s load %s  %s\n",
+			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, %s  %s\n",
 				len(steps), n, w.tot.Connected, st.TargetPPS, st.DeliveredPPS, 100*st.LossRatio, w.tot.ClientsWithLoss, st.P99Micros,
-				tickP99(w.server), skipped(w.server), pct(st.ServerCPURatio), pct(st.LoadCPURatio), verdict(st))
+				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st))
 			if st.Sustained {
 				best = w
 				break
@@ -645,8 +672,7 @@ func gameStepOf(w *window, tickHz float64) bench.Step {
 		LossRatio: w.tot.LossRatio(),
 		P99Micros: p.P99,
 	}
-	st.ServerCPURatio, st.LoadCPURatio = cpuRatios(w)
-	st.Saturated = bench.Saturation(st.ServerCPURatio, st.LoadCPURatio, w.tot.SendLag)
+	setRatios(&st, w)
 	if w.sendS > 0 {
 		st.OfferedPPS = float64(w.tot.Inputs) / w.sendS
 		st.DeliveredPPS = float64(w.tot.Received) / w.sendS
@@ -670,12 +696,14 @@ func gameStepOf(w *window, tickHz float64) bench.Step {
 	return st
 }
 
-// cpuRatios returns a window's server and load CPU ratios.
-func cpuRatios(w *window) (server, load *float64) {
-	if w.server != nil {
-		server = bench.CPURatio(w.server.CPUNanos, w.server.WindowS, len(w.server.CPUs))
-	}
-	return server, bench.CPURatio(w.load.CPUNanos, w.load.WindowS, w.load.Cores)
+// setRatios fills in a step's CPU and wait ratios and saturation.
+func setRatios(st *bench.Step, w *window) {
+	var r bench.Result
+	r.SetServer(w.server)
+	r.SetLoad(w.load)
+	st.ServerCPURatio, st.ServerWaitRatio = r.ServerCPURatio, r.ServerWaitRatio
+	st.LoadCPURatio, st.LoadWaitRatio = r.LoadCPURatio, r.LoadWaitRatio
+	st.Saturated = bench.Saturation(st.ServerCPURatio, st.ServerWaitRatio, st.LoadCPURatio, st.LoadWaitRatio, w.tot.SendLag)
 }
 
 func stepOf(w *window) bench.Step {
@@ -686,8 +714,7 @@ func stepOf(w *window) bench.Step {
 		LossRatio: w.tot.LossRatio(),
 		P99Micros: p.P99,
 	}
-	st.ServerCPURatio, st.LoadCPURatio = cpuRatios(w)
-	st.Saturated = bench.Saturation(st.ServerCPURatio, st.LoadCPURatio, w.tot.SendLag)
+	setRatios(&st, w)
 	if w.sendS > 0 {
 		st.OfferedPPS = float64(w.tot.Sent) / w.sendS
 		st.DeliveredPPS = float64(w.tot.Received) / w.sendS
