@@ -195,6 +195,12 @@ func (s *BareServer) Counters() ServerCounters {
 		c.Ticks += p.ticks.Load()
 		c.TicksSkipped += p.skipped.Load()
 		c.Connected += int(p.connected.Load())
+		if st, ok := batchio.As[batchio.StatsReader](b.conn); ok {
+			m := st.Stats()
+			c.RecvCalls += m.RecvCalls
+			c.SendCalls += m.SendCalls
+			c.Parks += m.Waits
+		}
 	}
 	if !s.cfg.Game {
 		c.Echoed = c.PacketsOut

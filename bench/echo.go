@@ -23,13 +23,17 @@ type ServerCounters struct {
 	// Game servers: inputs received, snapshots sent and sends refused,
 	// ticks run and tick numbers skipped (the server fell behind).
 	Inputs, Snapshots, SendErrors, Ticks, TicksSkipped uint64
+	// The sockets' receive and send system calls, and the passes that
+	// parked waiting for a datagram: with PacketsIn and PacketsOut, the
+	// batching the load's shape allowed.
+	RecvCalls, SendCalls, Parks uint64
 }
 
 func serverCounters(st engine.ServerStats) ServerCounters {
 	return ServerCounters{
 		PacketsIn: st.PacketsIn, PacketsOut: st.PacketsOut,
 		Dropped: st.Dropped(), Connects: st.Connects, Connected: st.Connected,
-		KernelDrops: st.KernelDrops,
+		KernelDrops: st.KernelDrops, RecvCalls: st.RecvCalls, SendCalls: st.SendCalls, Parks: st.Parks,
 	}
 }
 

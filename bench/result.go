@@ -33,6 +33,10 @@ type ServerWindow struct {
 	Batch       int    `json:"batch"`
 	GOMAXPROCS  int    `json:"gomaxprocs"`
 	CPUs        []int  `json:"cpus,omitempty"` // the cores it was pinned to
+	// The sockets' system calls and the passes that parked for a datagram.
+	RecvCalls uint64 `json:"recv_calls"`
+	SendCalls uint64 `json:"send_calls"`
+	Parks     uint64 `json:"parks"`
 	// Game servers: inputs received, snapshots sent, ticks run and tick
 	// numbers skipped, and the ticks' durations (µs).
 	Inputs       uint64       `json:"inputs,omitempty"`

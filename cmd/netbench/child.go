@@ -276,6 +276,9 @@ func serverWindow(b, e *mark) *bench.ServerWindow {
 		Snapshots:    e.c.Snapshots - b.c.Snapshots,
 		Ticks:        e.c.Ticks - b.c.Ticks,
 		TicksSkipped: e.c.TicksSkipped - b.c.TicksSkipped,
+		RecvCalls:    e.c.RecvCalls - b.c.RecvCalls,
+		SendCalls:    e.c.SendCalls - b.c.SendCalls,
+		Parks:        e.c.Parks - b.c.Parks,
 	}
 }
 
