@@ -28,6 +28,10 @@ const (
 	// them as send lag, so that a slow load generator shows up in the report
 	// instead of as a burst that distorts the server's numbers.
 	maxSendBurst = 32
+	// maxInputBurst is maxSendBurst for a game's inputs: a player's
+	// input is stale a tick later, and a load that the machine starved
+	// for a moment must not answer with a flood of old inputs.
+	maxInputBurst = 2
 	// maxLoadShards bounds the histograms: one per group of clients.
 	maxLoadShards = 16
 	// maxLoadWorkers bounds LoadConfig.Workers.
@@ -985,14 +989,18 @@ func (l *Load) fastZone(t int64) int {
 }
 
 // send sends the payloads due by now and before end (if not zero), at most
-// maxSendBurst of them; if the client is further behind it skips the rest
-// and counts them as lag.
+// maxSendBurst of them (maxInputBurst in game mode); if the client is
+// further behind it skips the rest and counts them as lag.
 func (l *Load) send(c *loadClient, now time.Time) {
 	interval, next, end := c.interval, &c.next, c.end
 	nowNs := int64(now.Sub(l.start))
 	sent, lag := uint64(0), uint64(0)
+	burst := uint64(maxSendBurst)
+	if l.cfg.Mode == LoadGame {
+		burst = maxInputBurst
+	}
 	for !next.After(now) && (end.IsZero() || next.Before(end)) {
-		if sent == maxSendBurst {
+		if sent == burst {
 			behind := now.Sub(*next)/interval + 1
 			*next = next.Add(behind * interval)
 			lag = uint64(behind)
