@@ -225,6 +225,10 @@ func (b *bareLoop) run() {
 	now := time.Now()
 	b.clock = newTickClock(now, max(b.srv.cfg.TickHz, 1))
 	b.lastScan = now
+	if b.srv.cfg.Game {
+		b.runGame()
+		return
+	}
 	for !b.srv.stop.Load() {
 		now := time.Now()
 		busy, err := b.step(now)
@@ -234,12 +238,33 @@ func (b *bareLoop) run() {
 		if busy {
 			continue
 		}
-		deadline := now.Add(bareWaitSlice)
-		if b.srv.cfg.Game {
-			deadline = minTime(deadline, b.clock.deadline())
-		}
-		if errors.Is(b.conn.WaitRead(deadline), batchio.ErrClosed) {
+		if errors.Is(b.conn.WaitRead(now.Add(bareWaitSlice)), batchio.ErrClosed) {
 			return
+		}
+	}
+}
+
+// runGame reads and ticks as the manual-mode GameServer does: at each
+// tick and readsPerTick times per interval.
+func (b *bareLoop) runGame() {
+	every := b.clock.interval / readsPerTick
+	nextRead := time.Now()
+	for !b.srv.stop.Load() {
+		now := time.Now()
+		if !now.Before(nextRead) || !now.Before(b.clock.deadline()) {
+			for range 64 { // drain, within a bound
+				busy, err := b.step(now)
+				if err != nil {
+					return
+				}
+				if !busy {
+					break
+				}
+			}
+			nextRead = now.Add(every)
+		}
+		if d := minTime(nextRead, b.clock.deadline()).Sub(time.Now()); d > 0 {
+			time.Sleep(d)
 		}
 	}
 }

@@ -69,6 +69,9 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	if o.cpuProfile != "" {
 		args = append(args, "-cpuprofile", o.cpuProfile)
 	}
+	if o.tracePath != "" {
+		args = append(args, "-trace", o.tracePath)
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(),
 		envKey+"="+hex.EncodeToString(o.key),

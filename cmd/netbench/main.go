@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,7 @@ type options struct {
 	child      bool
 	serverCPUs string
 	cpuProfile string
+	tracePath  string
 
 	files         []string // extra arguments: JSON files to plot
 	socketsArg    string
@@ -151,6 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load process to `FILE` and of the server child to FILE.server")
+	fs.StringVar(&o.tracePath, "trace", "", "write a Go execution trace of the load process to `FILE` and of the server child to FILE.server (go tool trace -pprof=sched FILE.server shows goroutines' waits for a CPU)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
 	fs.Usage = func() {
@@ -303,6 +306,19 @@ func run() {
 		}
 		defer stop()
 	}
+	if o.tracePath != "" {
+		path := o.tracePath
+		if o.child {
+			path += ".server"
+		}
+		stop, err := startTrace(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			exitCode = 1
+			return
+		}
+		defer stop()
+	}
 	switch {
 	case o.child:
 		err = runServerChild(o)
@@ -322,6 +338,18 @@ func run() {
 // exitCode is set by main's deferred-friendly error path: main returns
 // normally (running its defers, such as the CPU profile's) and run exits.
 var exitCode int
+
+func startTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
+}
 
 func startProfile(path string) (func(), error) {
 	f, err := os.Create(path)
