@@ -9,17 +9,32 @@ import (
 	"github.com/netcode-go/netcode/engine"
 )
 
-// EchoCounters are an EchoServer's counters, readable from any goroutine
-// while it runs.
-type EchoCounters struct {
+// ServerCounters are a benchmark server's counters (EchoServer,
+// GameServer, BareServer), readable from any goroutine while it runs.
+type ServerCounters struct {
 	PacketsIn, PacketsOut uint64 // datagrams the server read and sent
-	Echoed                uint64 // payloads sent back
+	Echoed                uint64 // payloads sent back (echo)
 	Dropped               uint64 // datagrams the server dropped, any reason
 	Connects              uint64
 	Connected             int
 	// KernelDrops is the datagrams the kernel dropped for the server's
 	// sockets (shed requests, full queues).
 	KernelDrops uint64
+	// Game servers: inputs received, snapshots sent and sends refused,
+	// ticks run and tick numbers skipped (the server fell behind).
+	Inputs, Snapshots, SendErrors, Ticks, TicksSkipped uint64
+	// The sockets' receive and send system calls, and the passes that
+	// parked waiting for a datagram: with PacketsIn and PacketsOut, the
+	// batching the load's shape allowed.
+	RecvCalls, SendCalls, Parks uint64
+}
+
+func serverCounters(st engine.ServerStats) ServerCounters {
+	return ServerCounters{
+		PacketsIn: st.PacketsIn, PacketsOut: st.PacketsOut,
+		Dropped: st.Dropped(), Connects: st.Connects, Connected: st.Connected,
+		KernelDrops: st.KernelDrops, RecvCalls: st.RecvCalls, SendCalls: st.SendCalls, Parks: st.Parks,
+	}
 }
 
 // EchoServer is the application of an engine.Server that sends every
@@ -112,13 +127,10 @@ func (e *EchoServer) Stop() {
 func (e *EchoServer) Wait() { <-e.done }
 
 // Counters sums the shards' counters (as of each shard's last pass).
-func (e *EchoServer) Counters() EchoCounters {
-	st := e.srv.Stats()
-	return EchoCounters{
-		PacketsIn: st.PacketsIn, PacketsOut: st.PacketsOut, Echoed: e.echoed.Load(),
-		Dropped: st.Dropped(), Connects: st.Connects, Connected: st.Connected,
-		KernelDrops: st.KernelDrops,
-	}
+func (e *EchoServer) Counters() ServerCounters {
+	c := serverCounters(e.srv.Stats())
+	c.Echoed = e.echoed.Load()
+	return c
 }
 
 // DropReasons returns the server's drop counts by reason name (nil if

@@ -28,15 +28,34 @@ const (
 	// them as send lag, so that a slow load generator shows up in the report
 	// instead of as a burst that distorts the server's numbers.
 	maxSendBurst = 32
+	// maxInputBurst is maxSendBurst for a game's inputs: a player's
+	// input is stale a tick later, and a load that the machine starved
+	// for a moment must not answer with a flood of old inputs.
+	maxInputBurst = 2
 	// maxLoadShards bounds the histograms: one per group of clients.
 	maxLoadShards = 16
 	// maxLoadWorkers bounds LoadConfig.Workers.
 	maxLoadWorkers = 64
 	// clientSocketBuffer is each client socket's buffer size.
 	clientSocketBuffer = 256 << 10
-	// clientQueue is each engine client's receive queue; the goroutine
-	// drains it at every wake-up.
-	clientQueue = 64
+	// clientQueue is each engine client's receive queue in echo mode; the
+	// goroutine drains it at every wake-up. A game client gets one
+	// snapshot per tick and needs less (gameClientQueue), which keeps
+	// thousands of clients' memory down.
+	clientQueue     = 64
+	gameClientQueue = 8
+	// fullPathEvery is how often a client that does not open its replies
+	// (LoadConfig.SampleEvery) still hands one to its engine client, which
+	// would otherwise time the connection out.
+	fullPathEvery = time.Second
+	// lateLimit is how long after a game window's end a snapshot sent in
+	// it is still counted.
+	lateLimit = time.Second
+	// updateEvery is how often a shared-socket client that got nothing
+	// runs its engine client's update (timers: keep-alives at 10 Hz,
+	// timeouts in seconds) when it wakes only to send; its payloads go
+	// out at once all the same.
+	updateEvery = 10 * time.Millisecond
 	// connectSpacing paces the start of clients: connectGroup clients per
 	// connectSpacing, so that thousands of 1078-byte requests do not
 	// overflow the server's socket buffer at once.
@@ -54,6 +73,11 @@ const (
 	// LoadHandshake: connect, and as soon as connected disconnect and
 	// connect again; the histogram times connect-to-connected.
 	LoadHandshake
+	// LoadGame: the server sends snapshots (stamped as PutSnapshotStamp
+	// describes) at its tick rate to every connected client; the clients
+	// send stamped inputs at the rate set by BeginWindow and count and
+	// time the snapshots sent within the window.
+	LoadGame
 )
 
 // LoadConfig configures a Load.
@@ -68,10 +92,34 @@ type LoadConfig struct {
 	// Clients is the number of clients. The server tells clients apart by
 	// address, so each needs its own: see Sockets.
 	Clients int
-	// PayloadBytes is the payload size, StampBytes to 1200.
+	// PayloadBytes is the payload size (a game's input), StampBytes to
+	// 1200.
 	PayloadBytes int
-	// Mode selects echo or handshake load.
+	// Mode selects echo, handshake or game load.
 	Mode LoadMode
+	// SnapshotBytes (LoadGame) is the size of the server's snapshots,
+	// StampBytes to 1200.
+	SnapshotBytes int
+	// TickHz (LoadGame) is the server's tick rate: it sizes the edges of
+	// the window where every client opens its snapshots (SampleEvery).
+	TickHz float64
+	// Bare runs the protocol-free control: clients without netcode (see
+	// BareServer), for an echo or game load.
+	Bare bool
+	// SampleEvery makes only every SampleEvery-th client (index 0, N,
+	// 2N, ...) open and time every reply; the others count their replies
+	// by address, size and clear packet sequence, opening one a second
+	// (to stay connected) and, in game mode, those that arrive near the
+	// window's edges (to place them in or out of it). Every client still
+	// runs the full protocol: handshake, sealed payloads, keep-alives, so
+	// the server's work is the same. 0 or 1: every client opens
+	// everything. Shared sockets only: with per-client sockets every
+	// client opens everything.
+	SampleEvery int
+	// Active is how many clients (the first ones) connect at Start; 0
+	// means all. SetActive changes it.
+	Active int
+
 	// Bind is the local address of the client sockets; the zero value is
 	// the loopback address of Server's family.
 	Bind netip.Addr
@@ -130,12 +178,16 @@ const (
 	SocketsPerClient
 )
 
-// LoadTotals are a Load's counters over the current window.
+// LoadTotals are a Load's counters over the current window. In game mode
+// Sent is the snapshots the server owed the active clients in the window
+// (Ticks × Active), Received those that arrived, and Inputs the inputs
+// the clients sent.
 type LoadTotals struct {
 	Elapsed    time.Duration // since BeginWindow
 	Connected  int           // clients connected now
+	Active     int           // clients meant to be connected
 	Sent       uint64
-	Received   uint64 // distinct echoes
+	Received   uint64 // distinct echoes or snapshots
 	Duplicates uint64
 	Reordered  uint64
 	TooOld     uint64
@@ -143,8 +195,20 @@ type LoadTotals struct {
 	SendLag    uint64
 	Handshakes uint64 // completed handshakes (LoadHandshake)
 	Failures   uint64 // handshakes that ended in an error state
-	// Hist is a merged copy of the window's latencies (nanoseconds).
+	// Game: inputs sent; the window's ticks (from the lowest tick number
+	// seen to the highest); the active clients that missed a snapshot, and
+	// the largest share one of them missed.
+	Inputs          uint64
+	Ticks           uint64
+	ClientsWithLoss int
+	WorstClientLoss float64
+	// Hist is a merged copy of the window's latencies (nanoseconds): echo
+	// round trips, or the snapshots' send-to-receipt times, of the clients
+	// that open their replies.
 	Hist *hdrhistogram.Histogram
+
+	// tickLo and tickHi bound the tick numbers seen (game).
+	tickLo, tickHi uint64
 }
 
 // Lost returns Sent - Received, or 0.
@@ -176,14 +240,27 @@ type loadShard struct {
 type loadClient struct {
 	idx   int
 	conn  batchio.Conn // SocketsPerClient: the client's own socket
-	cl    *engine.Client
+	cl    loadEndpoint
 	shard *loadShard
 	pay   []byte // the outgoing payload, stamped in place
 	rbuf  []byte
 	seq   uint64
-	track SeqTracker
-	up    bool // counted in Load.connected
-	ever  bool // was connected at least once
+	// track sees the packet sequence of every reply counted, so that
+	// duplicates are told apart whether the reply was opened or not.
+	track   SeqTracker
+	up      bool // counted in Load.connected
+	ever    bool // was connected at least once
+	running bool // connecting or connected (started and not deactivated)
+	sampled bool // opens and times every reply
+	// lastFull is when a reply last went to the engine client (clients
+	// that are not sampled).
+	lastFull time.Time
+	// got: the worker has datagrams for the client (shared sockets);
+	// lastUpdate is when its engine client last ran (see updateEvery).
+	got        bool
+	lastUpdate time.Time
+	// winRecv counts the window's snapshots (game); read by Totals.
+	winRecv atomic.Uint64
 
 	// Schedule, owned by the goroutine that drives the client.
 	gen       uint64        // of the rate settings below
@@ -206,15 +283,42 @@ type Load struct {
 	shards  []*loadShard
 	workers []*muxWorker // SocketsShared only
 
+	startWall int64 // l.start in Unix nanoseconds: snapshot stamps' clock
+	sample    int   // the effective SampleEvery
+	replySize int   // the payload size of a reply: echo or snapshot
+	margin    int64 // game: ns at each window edge where every client opens its snapshots
+
 	gen      atomic.Uint64 // bumped when the fields below change
 	interval atomic.Int64  // ns between sends per client; 0: paused
-	winStart atomic.Int64  // window start, ns since start
+	winStart atomic.Int64  // window start, ns since start (noWindow: none yet)
 	winEnd   atomic.Int64  // window end, ns since start; 0: open
+
+	active    atomic.Pointer[activeSet]
+	activeGen atomic.Uint64
 
 	connected atomic.Int64
 	stopping  atomic.Bool
 	started   bool
 	wg        sync.WaitGroup
+}
+
+// noWindow is winStart before the first BeginWindow.
+const noWindow = int64(-1) << 62
+
+// activeSet is which clients are meant to run: the first n. Those from
+// base up were activated at at (ns since the load's start) and begin
+// their handshakes paced from then.
+type activeSet struct {
+	n, base int
+	at      int64
+}
+
+// startAt returns when client idx may begin its handshake (ns since the
+// load's start): connectGroup clients per connectSpacing, so that
+// thousands of requests do not overflow the server's socket at once.
+func (a *activeSet) startAt(idx int) int64 {
+	k := max(idx-a.base, 0)
+	return a.at + int64(k/connectGroup)*int64(connectSpacing)
 }
 
 func (c *LoadConfig) normalize() error {
@@ -224,11 +328,30 @@ func (c *LoadConfig) normalize() error {
 	if c.Clients < 1 || c.Clients > MaxLoadClients {
 		return fmt.Errorf("bench: %d clients; want 1 to %d", c.Clients, MaxLoadClients)
 	}
-	if c.Mode == LoadEcho && (c.PayloadBytes < StampBytes || c.PayloadBytes > codec.MaxPayloadBytes) {
+	if c.Mode != LoadHandshake && (c.PayloadBytes < StampBytes || c.PayloadBytes > codec.MaxPayloadBytes) {
 		return fmt.Errorf("bench: payload of %d bytes; want %d to %d", c.PayloadBytes, StampBytes, codec.MaxPayloadBytes)
 	}
-	if c.Mode != LoadEcho && c.Mode != LoadHandshake {
-		return fmt.Errorf("bench: load mode %d; want LoadEcho or LoadHandshake", c.Mode)
+	switch c.Mode {
+	case LoadEcho, LoadHandshake:
+	case LoadGame:
+		g := GameConfig{TickHz: c.TickHz, SnapshotBytes: c.SnapshotBytes}
+		if err := g.check(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("bench: load mode %d; want LoadEcho, LoadHandshake or LoadGame", c.Mode)
+	}
+	if c.Bare && c.Mode == LoadHandshake {
+		return errors.New("bench: a bare load has no handshakes; want LoadEcho or LoadGame")
+	}
+	if c.SampleEvery < 0 || c.SampleEvery > MaxLoadClients {
+		return fmt.Errorf("bench: sample every %d clients; want 0 or 1 (all) to %d", c.SampleEvery, MaxLoadClients)
+	}
+	if c.Active < 0 || c.Active > c.Clients {
+		return fmt.Errorf("bench: %d active clients of %d; want 0 (all) to %d", c.Active, c.Clients, c.Clients)
+	}
+	if c.Active == 0 {
+		c.Active = c.Clients
 	}
 	bindSet := c.Bind.IsValid()
 	if !bindSet {
@@ -284,7 +407,19 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 	l.shards = make([]*loadShard, nShards)
 	for i := range l.shards {
 		l.shards[i] = &loadShard{hist: NewHistogram()}
+		l.shards[i].tickLo = ^uint64(0)
 	}
+	l.sample = cfg.SampleEvery
+	if l.sample == 0 || cfg.Sockets != SocketsShared {
+		l.sample = 1
+	}
+	l.replySize = cfg.PayloadBytes
+	if cfg.Mode == LoadGame {
+		l.replySize = cfg.SnapshotBytes
+		l.margin = max(int64(3*float64(time.Second)/cfg.TickHz), int64(20*time.Millisecond))
+	}
+	l.winStart.Store(noWindow)
+	l.active.Store(&activeSet{n: cfg.Active})
 	if cfg.Sockets == SocketsShared {
 		l.workers = make([]*muxWorker, 0, cfg.Workers)
 		for range cfg.Workers {
@@ -313,8 +448,10 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 
 func (l *Load) newClient(i int) (*loadClient, error) {
 	// Check the token parameters now, so that a bad one fails NewLoad.
-	if _, err := l.mint(i, time.Now()); err != nil {
-		return nil, err
+	if !l.cfg.Bare {
+		if _, err := l.mint(i, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	var conn batchio.Conn
 	var err error
@@ -332,20 +469,27 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: client %d socket: %w", i, err)
 	}
-	cl, err := engine.NewClient(engine.ClientConfig{ReceiveQueueSize: clientQueue}, conn)
-	if err != nil {
+	queue := clientQueue
+	if l.cfg.Mode == LoadGame {
+		queue = gameClientQueue
+	}
+	var cl loadEndpoint
+	if l.cfg.Bare {
+		cl = newBareClient(conn, l.cfg.Server, time.Duration(l.cfg.TimeoutSeconds)*time.Second, queue)
+	} else if cl, err = engine.NewClient(engine.ClientConfig{ReceiveQueueSize: queue}, conn); err != nil {
 		if own != nil {
 			own.Close()
 		}
 		return nil, err
 	}
 	c := &loadClient{
-		idx:   i,
-		conn:  own,
-		cl:    cl,
-		shard: l.shards[i%len(l.shards)],
-		pay:   make([]byte, max(l.cfg.PayloadBytes, StampBytes)),
-		rbuf:  make([]byte, codec.MaxPayloadBytes),
+		idx:     i,
+		conn:    own,
+		cl:      cl,
+		shard:   l.shards[i%len(l.shards)],
+		pay:     make([]byte, max(l.cfg.PayloadBytes, StampBytes)),
+		rbuf:    make([]byte, codec.MaxPayloadBytes),
+		sampled: i%l.sample == 0,
 	}
 	for j := StampBytes; j < len(c.pay); j++ {
 		c.pay[j] = byte(j)
@@ -374,6 +518,7 @@ func (l *Load) Start() {
 	}
 	l.started = true
 	l.start = time.Now()
+	l.startWall = l.start.UnixNano()
 	if len(l.workers) > 0 {
 		l.wg.Add(len(l.workers))
 		for _, w := range l.workers {
@@ -382,29 +527,65 @@ func (l *Load) Start() {
 		return
 	}
 	l.wg.Add(len(l.clients))
-	go func() {
-		for i, c := range l.clients {
-			if i > 0 && i%connectGroup == 0 {
-				time.Sleep(connectSpacing)
-			}
-			if l.stopping.Load() {
-				l.wg.Add(-(len(l.clients) - i))
-				return
-			}
-			go l.run(c)
-		}
-	}()
+	for _, c := range l.clients {
+		go l.run(c)
+	}
 }
 
-// WaitConnected waits until every client is connected, the timeout passes,
-// or stop is closed, and returns how many are connected.
+// SetActive makes the first n clients (1 to Clients) the active ones:
+// those beyond n disconnect, and those below it that are not running
+// begin their handshakes, paced as at Start. Clients notice within
+// engine.PacketSendInterval.
+func (l *Load) SetActive(n int) error {
+	if n < 1 || n > len(l.clients) {
+		return fmt.Errorf("bench: %d active clients; want 1 to %d", n, len(l.clients))
+	}
+	old := l.active.Load()
+	l.active.Store(&activeSet{n: n, base: old.n, at: int64(time.Since(l.start))})
+	l.activeGen.Add(1)
+	for _, w := range l.workers {
+		w.wake()
+	}
+	return nil
+}
+
+// Active returns the number of active clients.
+func (l *Load) Active() int { return l.active.Load().n }
+
+// SampleEvery returns the effective LoadConfig.SampleEvery: 1 when every
+// client opens its replies.
+func (l *Load) SampleEvery() int { return l.sample }
+
+// SocketPackets returns the datagrams the load's sockets received and
+// sent so far, where the sockets count them (batchio's do).
+func (l *Load) SocketPackets() (in, out uint64) {
+	add := func(c batchio.Conn) {
+		if st, ok := batchio.As[batchio.StatsReader](c); ok {
+			m := st.Stats()
+			in += m.RecvPackets
+			out += m.SendPackets
+		}
+	}
+	for _, w := range l.workers {
+		add(w.conn)
+	}
+	for _, c := range l.clients {
+		if c.conn != nil {
+			add(c.conn)
+		}
+	}
+	return in, out
+}
+
+// WaitConnected waits until every active client is connected, the
+// timeout passes, or stop is closed, and returns how many are connected.
 func (l *Load) WaitConnected(timeout time.Duration, stop <-chan struct{}) int {
 	deadline := time.Now().Add(timeout)
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
 		n := l.Connected()
-		if n == len(l.clients) || !time.Now().Before(deadline) {
+		if n >= l.Active() || !time.Now().Before(deadline) {
 			return n
 		}
 		select {
@@ -454,8 +635,11 @@ func (l *Load) BeginWindow(rateHz float64, start time.Time, d time.Duration) {
 	for _, s := range l.shards {
 		s.mu.Lock()
 		s.hist.Reset()
-		s.LoadTotals = LoadTotals{}
+		s.LoadTotals = LoadTotals{tickLo: ^uint64(0)}
 		s.mu.Unlock()
+	}
+	for _, c := range l.clients {
+		c.winRecv.Store(0)
 	}
 	startNs := int64(start.Sub(l.start))
 	l.winStart.Store(startNs)
@@ -480,7 +664,7 @@ func (l *Load) SetRate(rateHz float64) {
 // Totals returns the counters of the current window with a merged copy of
 // its histogram.
 func (l *Load) Totals() LoadTotals {
-	t := LoadTotals{Hist: NewHistogram()}
+	t := LoadTotals{Hist: NewHistogram(), tickLo: ^uint64(0)}
 	for _, s := range l.shards {
 		s.mu.Lock()
 		t.Sent += s.Sent
@@ -493,11 +677,36 @@ func (l *Load) Totals() LoadTotals {
 		t.Handshakes += s.Handshakes
 		t.Failures += s.Failures
 		t.Hist.Merge(s.hist)
+		t.tickLo = min(t.tickLo, s.tickLo)
+		t.tickHi = max(t.tickHi, s.tickHi)
 		s.mu.Unlock()
 	}
 	t.Connected = l.Connected()
+	t.Active = l.Active()
 	t.Elapsed = max(time.Since(l.start)-time.Duration(l.winStart.Load()), 0)
+	if l.cfg.Mode == LoadGame {
+		l.gameTotals(&t)
+	}
 	return t
+}
+
+// gameTotals turns the shards' game counts into snapshots owed and
+// received: every active client is owed one snapshot per tick of the
+// window.
+func (l *Load) gameTotals(t *LoadTotals) {
+	t.Inputs, t.Sent, t.Received = t.Sent, 0, 0
+	if t.tickHi >= t.tickLo {
+		t.Ticks = t.tickHi - t.tickLo + 1
+	}
+	for _, c := range l.clients[:t.Active] {
+		r := min(c.winRecv.Load(), t.Ticks)
+		t.Received += r
+		if r < t.Ticks {
+			t.ClientsWithLoss++
+			t.WorstClientLoss = max(t.WorstClientLoss, float64(t.Ticks-r)/float64(t.Ticks))
+		}
+	}
+	t.Sent = t.Ticks * uint64(t.Active)
 }
 
 // ClientsWithLoss returns how many clients lost at least one payload over
@@ -553,18 +762,20 @@ func (l *Load) setUp(c *loadClient, up bool) {
 func (l *Load) run(c *loadClient) {
 	defer l.wg.Done()
 	defer l.setUp(c, false)
-	if !l.begin(c, time.Now()) {
-		return
-	}
 	for {
 		now := time.Now()
 		if l.stopping.Load() {
-			c.cl.Disconnect(now)
+			if c.running {
+				c.cl.Disconnect(now)
+			}
 			return
 		}
 		deadline, ok := l.tick(c, now)
 		if !ok {
 			return
+		}
+		if deadline.IsZero() {
+			deadline = now.Add(engine.PacketSendInterval) // inactive: look again
 		}
 		if err := c.conn.WaitRead(deadline); err != nil {
 			return
@@ -592,28 +803,62 @@ func (l *Load) mint(i int, now time.Time) ([]byte, error) {
 // begin starts a client's handshake with a token minted for it.
 func (l *Load) begin(c *loadClient, now time.Time) bool {
 	c.began = now
-	token, err := l.mint(c.idx, now)
-	if err != nil {
-		l.log.Warn("bench: connect", "client", c.idx, "err", err)
-		return false
+	var token []byte
+	if !l.cfg.Bare {
+		var err error
+		if token, err = l.mint(c.idx, now); err != nil {
+			l.log.Warn("bench: connect", "client", c.idx, "err", err)
+			return false
+		}
 	}
 	if err := c.cl.Connect(token, now); err != nil {
 		l.log.Warn("bench: connect", "client", c.idx, "err", err)
 		return false
 	}
+	c.running = true
+	// A new session's packet sequences start again from 0.
+	c.track = SeqTracker{Received: c.track.Received}
 	return true
 }
 
-// tick runs a client at now: its engine update, its echoes and the
-// payloads due. It returns when the client next needs attention, or false
-// if it cannot go on.
+// tick runs a client at now: it starts or stops it as the active set
+// says, then runs its engine update, its replies and the payloads due. It
+// returns when the client next needs attention (zero: not until the
+// active set changes), or false if it cannot go on.
 func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
+	as := l.active.Load()
+	if c.idx >= as.n {
+		if c.running {
+			c.cl.Disconnect(now)
+			c.running = false
+			l.setUp(c, false)
+		}
+		return time.Time{}, true
+	}
+	if !c.running {
+		if at := l.start.Add(time.Duration(as.startAt(c.idx))); now.Before(at) {
+			return at, true
+		}
+		if !l.begin(c, now) {
+			return time.Time{}, false
+		}
+	}
 	if l.cfg.Mode == LoadHandshake {
 		return l.handshakeTick(c, now)
 	}
-	c.cl.Update(now)
+	if c.got || c.conn != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
+		c.cl.Update(now)
+		c.lastUpdate = now
+	}
+	c.got = false
 	connected := c.cl.State() == engine.Connected
 	l.setUp(c, connected)
+	if c.cl.State() < engine.Disconnected {
+		// Timed out or denied: connect again with a new token, as a
+		// player would.
+		c.running = false
+		return now.Add(engine.PacketSendInterval), true
+	}
 	l.receive(c, now)
 	if g := l.gen.Load(); g != c.gen {
 		c.gen = g
@@ -636,13 +881,13 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 	return deadline, true
 }
 
-// receive times and counts every echo waiting in the client's queue.
+// receive counts (and, for sampled clients, times) every reply waiting
+// in the client's queue.
 func (l *Load) receive(c *loadClient, now time.Time) {
-	nowNs := int64(now.Sub(l.start))
 	s := c.shard
 	locked := false
 	for {
-		n, _, ok := c.cl.ReceivePacket(c.rbuf)
+		n, pseq, ok := c.cl.ReceivePacket(c.rbuf)
 		if !ok {
 			break
 		}
@@ -650,37 +895,112 @@ func (l *Load) receive(c *loadClient, now time.Time) {
 			s.mu.Lock()
 			locked = true
 		}
-		sendNs, seq, ok := ReadStamp(c.rbuf[:min(n, len(c.rbuf))])
+		if l.cfg.Mode == LoadGame {
+			l.snapshot(c, s, c.rbuf[:min(n, len(c.rbuf))], pseq, now)
+			continue
+		}
+		sendNs, _, ok := ReadStamp(c.rbuf[:min(n, len(c.rbuf))])
 		if !ok || n != len(c.pay) {
 			s.Bad++
 			continue
 		}
-		switch c.track.Observe(seq) {
-		case Duplicate:
-			s.Duplicates++
+		if !l.observe(c, &s.LoadTotals, pseq) {
 			continue
-		case Reordered:
-			s.Reordered++
-		case TooOld:
-			s.TooOld++
 		}
 		s.Received++
-		RecordLatency(s.hist, time.Duration(nowNs-sendNs))
+		if c.sampled {
+			RecordLatency(s.hist, time.Duration(int64(now.Sub(l.start))-sendNs))
+		}
 	}
 	if locked {
 		s.mu.Unlock()
 	}
 }
 
+// observe files a reply's packet sequence with the client's tracker and
+// the shard's counters; false means a duplicate, not to be counted.
+func (l *Load) observe(c *loadClient, s *LoadTotals, seq uint64) bool {
+	switch c.track.Observe(seq) {
+	case Duplicate:
+		s.Duplicates++
+		return false
+	case Reordered:
+		s.Reordered++
+	case TooOld:
+		s.TooOld++
+	}
+	return true
+}
+
+// snapshot counts a game snapshot p (with packet sequence pseq) if the
+// server sent it within the window, and times it if the client is
+// sampled. The caller holds the shard's lock.
+func (l *Load) snapshot(c *loadClient, s *loadShard, p []byte, pseq uint64, now time.Time) {
+	sendWall, tick, ok := ReadSnapshotStamp(p)
+	if !ok || len(p) != l.cfg.SnapshotBytes {
+		s.Bad++
+		return
+	}
+	if !l.inWindow(sendWall - l.startWall) {
+		return
+	}
+	if !l.observe(c, &s.LoadTotals, pseq) {
+		return
+	}
+	c.winRecv.Add(1)
+	s.Received++
+	s.tickLo = min(s.tickLo, tick)
+	s.tickHi = max(s.tickHi, tick)
+	if c.sampled {
+		RecordLatency(s.hist, time.Duration(now.UnixNano()-sendWall))
+	}
+}
+
+// inWindow reports whether t (ns since the load's start) is in the
+// current window.
+func (l *Load) inWindow(t int64) bool {
+	start, end := l.winStart.Load(), l.winEnd.Load()
+	return start != noWindow && t >= start && (end == 0 || t < end)
+}
+
+// Where a game reply that a client does not open falls (fastZone).
+const (
+	zoneIgnore = iota // outside the window: not counted
+	zoneCount         // certainly in the window: counted unopened
+	zoneOpen          // near an edge: opened to read its stamp
+)
+
+// fastZone places a snapshot that arrived at t (ns since the load's
+// start) relative to the window. A snapshot is sent before it arrives, so
+// one that arrives before the window's start was sent before it; one
+// that arrives more than the margin after the start was sent after it, if
+// its latency is below the margin (several tick intervals: the sweep
+// fails steps whose p99 is above one). Near the edges the clients open
+// snapshots and go by the stamp.
+func (l *Load) fastZone(t int64) int {
+	start, end := l.winStart.Load(), l.winEnd.Load()
+	switch {
+	case start == noWindow || t < start || (end != 0 && t >= end+int64(lateLimit)):
+		return zoneIgnore
+	case t < start+l.margin || (end != 0 && t >= end-l.margin):
+		return zoneOpen
+	}
+	return zoneCount
+}
+
 // send sends the payloads due by now and before end (if not zero), at most
-// maxSendBurst of them; if the client is further behind it skips the rest
-// and counts them as lag.
+// maxSendBurst of them (maxInputBurst in game mode); if the client is
+// further behind it skips the rest and counts them as lag.
 func (l *Load) send(c *loadClient, now time.Time) {
 	interval, next, end := c.interval, &c.next, c.end
 	nowNs := int64(now.Sub(l.start))
 	sent, lag := uint64(0), uint64(0)
+	burst := uint64(maxSendBurst)
+	if l.cfg.Mode == LoadGame {
+		burst = maxInputBurst
+	}
 	for !next.After(now) && (end.IsZero() || next.Before(end)) {
-		if sent == maxSendBurst {
+		if sent == burst {
 			behind := now.Sub(*next)/interval + 1
 			*next = next.Add(behind * interval)
 			lag = uint64(behind)

@@ -72,6 +72,11 @@ type muxWorker struct {
 	tx      []batchio.Message
 	txN     int
 
+	// fast counts the replies accounted without opening them (see
+	// account) until they are added to shard, once per batch.
+	fast  LoadTotals
+	shard *loadShard
+
 	// Counters: owner goroutine only, read after Close.
 	stray     uint64 // datagrams for an address no client has
 	unread    uint64 // datagrams a client did not take in its tick
@@ -86,6 +91,7 @@ type muxConn struct {
 	w     *muxWorker
 	local netip.AddrPort
 	head  int32 // first datagram in w.rx for this client, -1: none
+	tail  int32 // last datagram in w.rx for this client
 }
 
 var _ batchio.Conn = (*muxConn)(nil)
@@ -108,6 +114,7 @@ func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
 		rxNext:  make([]int32, muxBatch),
 		touched: make([]int32, 0, muxBatch),
 		tx:      batchio.NewMessages(muxBatch, codec.MaxPacketBytes),
+		shard:   l.shards[len(l.workers)%len(l.shards)],
 	}
 	w.wakes.init(capacity)
 	return w, nil
@@ -135,9 +142,9 @@ func (w *muxWorker) wake() {
 // adopt registers the clients attached to this worker, in attach order.
 func (w *muxWorker) adopt(c *loadClient) { w.clients = append(w.clients, c) }
 
-// run is the worker's goroutine: it starts its clients (paced like the
-// per-client load), then loops: read batches and tick the clients they
-// were for, tick the clients whose time has come, send, and park until
+// run is the worker's goroutine: it loops: read batches and tick the
+// clients they were for, tick the clients whose time has come (a client
+// not yet started waits for its paced start time), send, and park until
 // the earliest wake time or a datagram.
 func (w *muxWorker) run() {
 	l := w.l
@@ -147,35 +154,32 @@ func (w *muxWorker) run() {
 			l.setUp(c, false)
 		}
 	}()
-	started := 0
+	gen := ^uint64(0)
 	for {
 		now := time.Now()
 		if l.stopping.Load() {
-			for _, c := range w.clients[:started] {
-				c.cl.Disconnect(now)
+			for _, c := range w.clients {
+				if c.running {
+					c.cl.Disconnect(now)
+				}
 			}
 			w.flush()
 			return
 		}
-		// Start clients in groups, as the per-client load does.
-		sinceStart := now.Sub(l.start)
-		for started < len(w.clients) {
-			c := w.clients[started]
-			if time.Duration(c.idx/connectGroup)*connectSpacing > sinceStart {
-				break
+		if g := l.activeGen.Load(); g != gen {
+			// The active set changed (or this is the start): every
+			// client looks at it now.
+			gen = g
+			for j := range w.clients {
+				w.wakes.set(j, 0)
 			}
-			if !l.begin(c, now) {
-				return
-			}
-			w.wakes.set(started, 0)
-			started++
 		}
 		if !w.receive() {
 			return
 		}
 		now = time.Now()
 		nowNs := int64(now.Sub(l.start))
-		for range started {
+		for range w.clients {
 			j, at := w.wakes.top()
 			if j < 0 || at > nowNs {
 				break
@@ -184,14 +188,8 @@ func (w *muxWorker) run() {
 		}
 		w.flush()
 		deadline := time.Time{}
-		if j, at := w.wakes.top(); j >= 0 {
+		if j, at := w.wakes.top(); j >= 0 && at != maxWake {
 			deadline = l.start.Add(time.Duration(at))
-		}
-		if started < len(w.clients) {
-			next := l.start.Add(time.Duration(w.clients[started].idx/connectGroup) * connectSpacing)
-			if deadline.IsZero() || next.Before(deadline) {
-				deadline = next
-			}
 		}
 		if deadline.IsZero() || deadline.After(now) {
 			if err := w.conn.WaitRead(deadline); err != nil {
@@ -202,8 +200,11 @@ func (w *muxWorker) run() {
 }
 
 // receive reads up to muxRecvBatches batches and ticks each client that
-// got datagrams, once per batch. It returns false when the socket fails.
+// got datagrams, once per batch; replies that a client accounts without
+// opening (account) do not tick it. It returns false when the socket
+// fails.
 func (w *muxWorker) receive() bool {
+	defer w.addFast()
 	for range muxRecvBatches {
 		n, err := w.conn.ReadBatch(w.rx)
 		if err != nil {
@@ -212,23 +213,31 @@ func (w *muxWorker) receive() bool {
 		if n == 0 {
 			return true
 		}
+		now := time.Now()
 		// Chain each client's datagrams in arrival order, then tick the
 		// clients; their conns' ReadBatch walks the chains.
-		for i := n - 1; i >= 0; i-- {
+		for i := range n {
 			j := muxIndex(w.rx[i].Local)
 			if j < 0 || j >= len(w.views) {
 				w.stray++
 				continue
 			}
+			if w.account(w.clients[j], &w.rx[i], now) {
+				continue
+			}
+			w.clients[j].lastFull = now
 			v := w.views[j]
 			if v.head < 0 {
+				v.head = int32(i)
 				w.touched = append(w.touched, int32(j))
+			} else {
+				w.rxNext[v.tail] = int32(i)
 			}
-			w.rxNext[i] = v.head
-			v.head = int32(i)
+			v.tail = int32(i)
+			w.rxNext[i] = -1
 		}
-		now := time.Now()
 		for _, j := range w.touched {
+			w.clients[j].got = true
 			w.tick(int(j), now)
 			v := w.views[j]
 			for ; v.head >= 0; v.head = w.rxNext[v.head] {
@@ -243,11 +252,74 @@ func (w *muxWorker) receive() bool {
 	return true
 }
 
+// account counts a reply to a client that does not open its replies
+// (LoadConfig.SampleEvery) from its size and clear packet sequence (a
+// bare reply's stamp sequence), without handing it to the client, and
+// reports whether it did. It hands the client anything else: a reply of
+// another size or kind, one a second (to keep the session alive), and a
+// game snapshot near the window's edges, which must be opened to be
+// placed (Load.fastZone). It does not allocate.
+func (w *muxWorker) account(c *loadClient, m *batchio.Message, now time.Time) bool {
+	l := w.l
+	if c.sampled || !c.up || m.N > len(m.Buf) {
+		return false
+	}
+	p := m.Buf[:m.N]
+	var seq uint64
+	if l.cfg.Bare {
+		if len(p) != l.replySize {
+			return false
+		}
+		_, seq, _ = ReadStamp(p)
+	} else {
+		var size int
+		var ok bool
+		if seq, size, ok = readPayloadHeader(p); !ok || size != l.replySize {
+			return false
+		}
+	}
+	if now.Sub(c.lastFull) >= fullPathEvery {
+		return false
+	}
+	if l.cfg.Mode == LoadGame {
+		switch l.fastZone(int64(now.Sub(l.start))) {
+		case zoneIgnore:
+			return true
+		case zoneOpen:
+			return false
+		}
+	}
+	if !l.observe(c, &w.fast, seq) {
+		return true
+	}
+	w.fast.Received++
+	if l.cfg.Mode == LoadGame {
+		c.winRecv.Add(1)
+	}
+	return true
+}
+
+// addFast adds the replies account counted to the worker's shard.
+func (w *muxWorker) addFast() {
+	f := &w.fast
+	if f.Received == 0 && f.Duplicates == 0 && f.Reordered == 0 && f.TooOld == 0 {
+		return
+	}
+	s := w.shard
+	s.mu.Lock()
+	s.Received += f.Received
+	s.Duplicates += f.Duplicates
+	s.Reordered += f.Reordered
+	s.TooOld += f.TooOld
+	s.mu.Unlock()
+	*f = LoadTotals{}
+}
+
 // tick runs client j and files its next wake time.
 func (w *muxWorker) tick(j int, now time.Time) {
 	c := w.clients[j]
 	deadline, ok := w.l.tick(c, now)
-	if !ok {
+	if !ok || deadline.IsZero() {
 		w.wakes.set(j, maxWake)
 		return
 	}

@@ -21,6 +21,10 @@ type ServerWindow struct {
 	// (shed connection requests, full queues).
 	KernelDrops uint64 `json:"kernel_drops"`
 	CPUNanos    int64  `json:"cpu_ns"` // user + system (getrusage)
+	// WaitNanos is how long the process's threads waited, runnable, for a
+	// CPU (schedstat run delay; -1: unknown): time other processes took
+	// from the cores it was pinned to.
+	WaitNanos   int64  `json:"wait_ns"`
 	Mallocs     uint64 `json:"mallocs"`
 	GCCycles    uint32 `json:"gc_cycles"`
 	Connected   int    `json:"connected"`
@@ -29,12 +33,26 @@ type ServerWindow struct {
 	Batch       int    `json:"batch"`
 	GOMAXPROCS  int    `json:"gomaxprocs"`
 	CPUs        []int  `json:"cpus,omitempty"` // the cores it was pinned to
+	// The sockets' system calls and the passes that parked for a datagram.
+	RecvCalls uint64 `json:"recv_calls"`
+	SendCalls uint64 `json:"send_calls"`
+	Parks     uint64 `json:"parks"`
+	// Game servers: inputs received, snapshots sent, ticks run and tick
+	// numbers skipped, and the ticks' durations (µs).
+	Inputs       uint64       `json:"inputs,omitempty"`
+	Snapshots    uint64       `json:"snapshots,omitempty"`
+	Ticks        uint64       `json:"ticks,omitempty"`
+	TicksSkipped uint64       `json:"ticks_skipped,omitempty"`
+	TickUs       *Percentiles `json:"tick_us,omitempty"`
 	// DropReasons names the reasons of the window's drops, with counts.
 	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
 }
 
 // Step is one offered load of a sweep.
 type Step struct {
+	// Players is a game sweep's step: the clients connected and owed a
+	// snapshot every tick.
+	Players      int     `json:"players,omitempty"`
 	RateHz       float64 `json:"rate_hz"`
 	TargetPPS    float64 `json:"target_pps"`
 	OfferedPPS   float64 `json:"offered_pps"`
@@ -44,13 +62,22 @@ type Step struct {
 	Sustained    bool    `json:"sustained"`
 	// Why is set when the step was not sustained.
 	Why string `json:"why,omitempty"`
+	// The share of its core each side used, and waited for, and which
+	// was saturated.
+	ServerCPURatio  *float64 `json:"server_cpu_ratio"`
+	LoadCPURatio    *float64 `json:"load_cpu_ratio"`
+	ServerWaitRatio *float64 `json:"server_wait_ratio"`
+	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
+	Saturated       string   `json:"saturated"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
 // -plot and the comparison table read. Server measurements are nil (null)
 // when the server ran elsewhere (-target).
 type Result struct {
-	Mode         string  `json:"mode"` // echo, sweep, handshake, flood
+	Mode string `json:"mode"` // echo, sweep, handshake, flood, game, game-sweep
+	// Bare: the protocol-free control (netbench -bare).
+	Bare         bool    `json:"bare"`
 	Target       string  `json:"target"`
 	Clients      int     `json:"clients"`
 	Connected    int     `json:"connected"`
@@ -70,10 +97,53 @@ type Result struct {
 	// their schedule (the load generator was the bottleneck).
 	SendLag   uint64  `json:"send_lag"`
 	LossRatio float64 `json:"loss_ratio"`
-	// Latency says what RTT measures: "echo" (payload round trip) or
-	// "handshake" (connect to connected).
+	// Latency says what RTT measures: "echo" (payload round trip),
+	// "handshake" (connect to connected) or "snapshot" (a game tick's
+	// send time to its snapshot's receipt, one way).
 	Latency string      `json:"latency"`
 	RTT     Percentiles `json:"rtt_us"`
+
+	// Game mode: Sent, Received and Lost count snapshots (ticks × active
+	// clients owed, arrived, missing), TargetPPS and DeliveredPPS too;
+	// OfferedPPS is the clients' inputs.
+	TickHz          float64 `json:"tick_hz,omitempty"`
+	SnapshotBytes   int     `json:"snapshot_bytes,omitempty"`
+	Ticks           uint64  `json:"ticks,omitempty"`
+	Inputs          uint64  `json:"inputs,omitempty"`
+	ClientsWithLoss int     `json:"clients_with_loss"`
+	WorstClientLoss float64 `json:"worst_client_loss_ratio"`
+	// TickUs is the server's tick durations (measured in its process).
+	TickUs *Percentiles `json:"tick_us,omitempty"`
+	// MaxPlayers is a game sweep's answer: the most players whose
+	// snapshots all arrived (loss <= 0.1%) with p99 under a tick.
+	MaxPlayers *int `json:"max_players,omitempty"`
+	// SampleEvery: only every SampleEvery-th client opened and timed its
+	// replies (the others counted them unopened); 1: all did.
+	SampleEvery int `json:"sample_every"`
+
+	// ServerCPURatio and LoadCPURatio are the share of its cores each
+	// process used over the window (CPU time / window / cores it was
+	// pinned to); ServerCPUNsPerDatagram and LoadCPUNsPerDatagram divide
+	// each one's CPU time by the datagrams its sockets moved (in + out).
+	// Saturated says which side wanted all of its core (CPU time plus the
+	// time it waited for the core >= 90% of the window, or the load fell
+	// behind its schedule): server, load, both or neither.
+	ServerCPURatio         *float64 `json:"server_cpu_ratio"`
+	LoadCPURatio           *float64 `json:"load_cpu_ratio"`
+	ServerCPUNsPerDatagram *float64 `json:"server_cpu_ns_per_datagram"`
+	LoadCPUNsPerDatagram   *float64 `json:"load_cpu_ns_per_datagram"`
+	Saturated              string   `json:"saturated"`
+	// LoadAvg is the machine's load average (/proc/loadavg) when the
+	// result was made, and CPUPressure the share of the last 10 s in
+	// which some task waited for a CPU (/proc/pressure/cpu): the other
+	// work the cores were shared with.
+	LoadAvg     string   `json:"load_avg"`
+	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
+	// ServerWaitRatio and LoadWaitRatio are the share of the window each
+	// process's threads spent runnable but waiting for a CPU: how much
+	// other processes took from its cores (nil: unknown).
+	ServerWaitRatio *float64 `json:"server_wait_ratio"`
+	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
 
 	// ServerCPUNsPerPacket and ServerAllocsPerPacket divide the server
 	// process's CPU time (user + system) and heap allocations over the
@@ -121,18 +191,95 @@ type Result struct {
 // process; packets are the datagrams it received.
 func (r *Result) SetServer(w *ServerWindow) {
 	r.Server = w
+	r.ServerCPURatio, r.ServerCPUNsPerDatagram, r.ServerWaitRatio = nil, nil, nil
 	if w == nil {
 		r.ServerCPUNsPerPacket, r.ServerAllocsPerPacket, r.ServerGCCycles = nil, nil, nil
 		return
 	}
 	gc := w.GCCycles
 	r.ServerGCCycles = &gc
+	r.TickUs = w.TickUs
+	r.ServerCPURatio = CPURatio(w.CPUNanos, w.WindowS, len(w.CPUs))
+	if w.WaitNanos >= 0 {
+		r.ServerWaitRatio = CPURatio(w.WaitNanos, w.WindowS, len(w.CPUs))
+	}
+	if d := w.PacketsIn + w.PacketsOut; d > 0 {
+		v := float64(w.CPUNanos) / float64(d)
+		r.ServerCPUNsPerDatagram = &v
+	}
 	if w.PacketsIn == 0 {
 		return
 	}
 	cpu := float64(w.CPUNanos) / float64(w.PacketsIn)
 	allocs := float64(w.Mallocs) / float64(w.PacketsIn)
 	r.ServerCPUNsPerPacket, r.ServerAllocsPerPacket = &cpu, &allocs
+}
+
+// LoadWindow is what the load process measured about itself over a
+// window: its CPU time and the datagrams its sockets moved.
+type LoadWindow struct {
+	WindowS   float64
+	CPUNanos  int64
+	WaitNanos int64 // as ServerWindow.WaitNanos
+	Datagrams uint64
+	Cores     int // the cores it was pinned to (0: unknown)
+}
+
+// SetLoad fills the load's CPU fields.
+func (r *Result) SetLoad(w LoadWindow) {
+	r.LoadCPURatio = CPURatio(w.CPUNanos, w.WindowS, w.Cores)
+	r.LoadWaitRatio = nil
+	if w.WaitNanos >= 0 {
+		r.LoadWaitRatio = CPURatio(w.WaitNanos, w.WindowS, w.Cores)
+	}
+	r.LoadCPUNsPerDatagram = nil
+	if w.Datagrams > 0 {
+		v := float64(w.CPUNanos) / float64(w.Datagrams)
+		r.LoadCPUNsPerDatagram = &v
+	}
+}
+
+// CPURatio is cpuNanos over windowS seconds of cores cores (0 cores: one),
+// or nil without a window.
+func CPURatio(cpuNanos int64, windowS float64, cores int) *float64 {
+	if windowS <= 0 {
+		return nil
+	}
+	v := float64(cpuNanos) / 1e9 / windowS / float64(max(cores, 1))
+	return &v
+}
+
+// SaturatedAt is the share of a core above which a side counts as
+// saturated.
+const SaturatedAt = 0.9
+
+// Saturation says which side was saturated: a side whose CPU time plus
+// the time it waited, runnable, for its core (wait, nil: unknown) came to
+// SaturatedAt of the window wanted all of its core; the load also when it
+// skipped sends to keep its schedule. A ratio of nil (not measured) is
+// not saturated.
+func Saturation(server, serverWait, load, loadWait *float64, sendLag uint64) string {
+	busy := func(cpu, wait *float64) bool {
+		if cpu == nil {
+			return false
+		}
+		d := *cpu
+		if wait != nil {
+			d += *wait
+		}
+		return d >= SaturatedAt
+	}
+	s := busy(server, serverWait)
+	l := busy(load, loadWait) || sendLag > 0
+	switch {
+	case s && l:
+		return "both"
+	case s:
+		return "server"
+	case l:
+		return "load"
+	}
+	return "neither"
 }
 
 // WriteJSONFile writes r, indented, to path.
@@ -164,17 +311,41 @@ func optFloat(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
+func optPercent(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100**p)
+}
+
 // WriteSummary writes the human-readable table of r.
 func (r *Result) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
-	fmt.Fprintf(tw, "netbench %s against %s (%s)\n", r.Mode, r.Target, r.Latency)
+	control := ""
+	if r.Bare {
+		control = ", protocol-free control"
+	}
+	fmt.Fprintf(tw, "netbench %s against %s (%s%s)\n", r.Mode, r.Target, r.Latency, control)
 	row("clients", "%d connected of %d", r.Connected, r.Clients)
 	unit := "packet"
-	if r.HandshakesPerS != nil {
+	switch {
+	case r.HandshakesPerS != nil:
 		unit = "handshake"
 		row("handshakes", "%.0f per second", *r.HandshakesPerS)
-	} else {
+	case r.TickHz > 0:
+		row("game", "%d-byte snapshots at %.0f Hz, %d-byte inputs", r.SnapshotBytes, r.TickHz, r.PayloadBytes)
+		row("snapshots", "%d owed (%d ticks x %d clients), %d received, %.0f/s", r.Sent, r.Ticks, r.Connected, r.Received, r.DeliveredPPS)
+		row("loss", "%.4f%% (%d), %d duplicates, %d reordered; %d clients missed some (worst %.2f%%)",
+			100*r.LossRatio, r.Lost, r.Duplicates, r.Reordered, r.ClientsWithLoss, 100*r.WorstClientLoss)
+		row("inputs", "%d sent, %.0f/s (send lag %d)", r.Inputs, r.OfferedPPS, r.SendLag)
+		if r.Server != nil && r.Server.Ticks > 0 {
+			row("server ticks", "%d run, %d skipped, %d inputs received", r.Server.Ticks, r.Server.TicksSkipped, r.Server.Inputs)
+		}
+		if t := r.TickUs; t != nil {
+			row("tick time", "p50 %.0f µs, p99 %.0f µs, max %.0f µs (of %.0f µs)", t.P50, t.P99, t.Max, 1e6/r.TickHz)
+		}
+	default:
 		row("payload", "%d bytes at %.0f Hz per client", r.PayloadBytes, r.RateHz)
 		row("offered", "%.0f pps (target %.0f, send lag %d)", r.OfferedPPS, r.TargetPPS, r.SendLag)
 		row("delivered", "%.0f pps", r.DeliveredPPS)
@@ -193,7 +364,16 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if r.MaxSustainedPPS != nil {
 		row("max sustained", "%.0f pps", *r.MaxSustainedPPS)
 	}
-	row("server cpu", "%s ns/%s", optFloat(r.ServerCPUNsPerPacket, "%.0f"), unit)
+	if r.MaxPlayers != nil {
+		row("max players", "%d at %.0f Hz", *r.MaxPlayers, r.TickHz)
+	}
+	row("server cpu", "%s ns/%s, %s ns/datagram, %s of its core", optFloat(r.ServerCPUNsPerPacket, "%.0f"), unit,
+		optFloat(r.ServerCPUNsPerDatagram, "%.0f"), optPercent(r.ServerCPURatio))
+	row("load cpu", "%s ns/datagram, %s of its core (1 in %d clients opens replies)",
+		optFloat(r.LoadCPUNsPerDatagram, "%.0f"), optPercent(r.LoadCPURatio), max(r.SampleEvery, 1))
+	row("saturated", "%s", r.Saturated)
+	row("cpu wait", "server %s, load %s of the window runnable but waiting for their cores (other processes)",
+		optPercent(r.ServerWaitRatio), optPercent(r.LoadWaitRatio))
 	row("server allocs", "%s /%s", optFloat(r.ServerAllocsPerPacket, "%.4f"), unit)
 	gc := "n/a"
 	if r.ServerGCCycles != nil {
@@ -201,6 +381,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	row("server gc", "%s cycles", gc)
 	row("config", "recv=%s batch=%d shards=%d ipv6=%v duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.DurationS)
+	row("machine", "load average %s, cpu pressure %s", r.LoadAvg, optPercent(r.CPUPressure))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -209,14 +390,23 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "\n  %-10s %10s %10s %10s %10s %10s\n", "latency", "p50", "p90", "p99", "p99.9", "max")
 	fmt.Fprintf(&b, "  %-10s %10.1f %10.1f %10.1f %10.1f %10.1f  µs\n", r.Latency, p.P50, p.P90, p.P99, p.P999, p.Max)
 	if len(r.Steps) > 0 {
-		fmt.Fprintf(&b, "\n  %10s %12s %12s %12s %10s %10s  %s\n", "rate Hz", "target pps", "offered", "delivered", "loss %", "p99 µs", "")
+		first := "rate Hz"
+		if r.MaxPlayers != nil {
+			first = "players"
+		}
+		fmt.Fprintf(&b, "\n  %10s %12s %12s %12s %10s %10s %7s %7s  %s\n", first, "target pps", "offered", "delivered", "loss %", "p99 µs", "server", "load", "")
 		for _, s := range r.Steps {
 			verdict := "ok"
 			if !s.Sustained {
 				verdict = s.Why
 			}
-			fmt.Fprintf(&b, "  %10.0f %12.0f %12.0f %12.0f %10.4f %10.1f  %s\n",
-				s.RateHz, s.TargetPPS, s.OfferedPPS, s.DeliveredPPS, 100*s.LossRatio, s.P99Micros, verdict)
+			v := s.RateHz
+			if r.MaxPlayers != nil {
+				v = float64(s.Players)
+			}
+			fmt.Fprintf(&b, "  %10.0f %12.0f %12.0f %12.0f %10.4f %10.1f %7s %7s  %s\n",
+				v, s.TargetPPS, s.OfferedPPS, s.DeliveredPPS, 100*s.LossRatio, s.P99Micros,
+				optPercent(s.ServerCPURatio), optPercent(s.LoadCPURatio), verdict)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -75,6 +75,9 @@ type shard struct {
 	out         []batchio.Message
 	outN        int
 	recvBatches int
+	// readMax is the largest batch a read has returned: the conn's batch
+	// limit, once a read has filled it.
+	readMax int
 
 	// Scratch for one packet; reused so the per-packet path does not
 	// allocate.
@@ -262,10 +265,15 @@ func (s *shard) receive(now time.Time) {
 			s.stats.ReadErrors++
 			break
 		}
-		if n == 0 {
+		if n == 0 || n < s.readMax {
+			// A batch smaller than the conn has returned before: the
+			// socket held no more (recvmmsg returns what is queued), so
+			// another call would come back empty. Under a steady trickle
+			// that empty call was every other receive system call.
 			s.shed.drained = true
 			break
 		}
+		s.readMax = n
 	}
 }
 

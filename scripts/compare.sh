@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
-# compare.sh runs netbench's standard comparison matrix: every server
-# receive mode (mmsg, block, xnet, single) x payload (64, 1200 bytes) x
-# clients (256, 4096), each as a -sweep for the highest sustained rate. It
-# writes one JSON (and the console output) per run into DIR, then DIR/table.md
-# (ratios to mmsg at the same payload and client count) and DIR/latency.svg.
+# compare.sh runs netbench's comparisons and writes one table with ratios.
 #
 #   scripts/compare.sh [DIR] [extra netbench flags...]
-#   scripts/compare.sh results/today -step 3s
+#   SUITE=all ROUNDS=5 scripts/compare.sh results/today -step 3s
 #
-# DIR defaults to bench-results/<timestamp>. Sixteen sweeps take a while
-# (several minutes with the default 2 s steps). Every run uses the
-# single-loop server (-shards 0): the comparison sockets (xnet, single)
-# cannot be given to the sharded one, and the modes should differ only in
-# their socket.
+# SUITE picks what runs (default "game"):
+#
+#   game  ROUNDS rounds (default 3), each with, netcode then -bare (the
+#         protocol-free control) one after the other so that both meet the
+#         same machine:
+#           - the game-mode player sweep (-mode game -sweep: 60 Hz, 300-byte
+#             snapshots, 64-byte inputs, from 256 players up);
+#           - fixed-rate game runs of 1 and 256 players at 60 Hz and of
+#             4,096 at GAME_TICK_4096 Hz (default 20: 4,096 players at 60 Hz
+#             are more than one core carries);
+#           - fixed-rate echo runs of 1, 256 and 4,096 clients at ECHO_RATE
+#             Hz (default 20) with 100-byte payloads.
+#         DIR/table.md (scripts/baretable) has, per shape, the median over
+#         rounds with its spread, netcode beside bare and their ratio: what
+#         each carried, p99, loss, each side's CPU per datagram and share
+#         of its core, the time each waited for its core (other
+#         processes), which side was saturated and the load averages.
+#   recv  the receive-mode matrix: every server receive mode (mmsg, block,
+#         xnet, single) x payload (64, 1200 bytes) x clients (256, 4096),
+#         each a -sweep for the highest sustained rate; DIR/recv-table.md
+#         (scripts/ratiotable) has ratios to mmsg at the same payload and
+#         client count.
+#   all   both.
+#
+# Every run writes its JSON and console output into DIR, with the
+# machine's uptime before it in DIR/uptime.log; DIR/latency.svg plots
+# the latency curves. DIR defaults to bench-results/<timestamp>. Every
+# server is the single-loop one (-shards 0): the comparison sockets
+# cannot be given to the sharded one, and a game server's own loop is
+# the natural shape; pass -shards 1 among the flags for the default mode.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,22 +41,57 @@ out=${1:-$root/bench-results/$(date +%Y%m%d-%H%M%S)}
 shift || true
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+suite=${SUITE:-game}
+rounds=${ROUNDS:-3}
+echo_rate=${ECHO_RATE:-20}
+tick_4096=${GAME_TICK_4096:-20}
+duration=${DURATION:-10s}
 
 cd "$root"
 go build -o "$out/netbench" ./cmd/netbench
 
-for recv in mmsg block xnet single; do
-	for size in 64 1200; do
-		for clients in 256 4096; do
-			name="$recv-${size}B-${clients}c"
-			echo "== $name" >&2
-			"$out/netbench" -sweep -quiet -shards 0 -recv "$recv" -size "$size" -clients "$clients" \
-				-label "$name" -json "$out/$name.json" "$@" | tee "$out/$name.txt"
+# run NAME FLAGS...: one netbench run into DIR/NAME.json and NAME.txt.
+run() {
+	local name=$1
+	shift
+	echo "== $name" >&2
+	echo "$name: $(uptime)" >>"$out/uptime.log"
+	"$out/netbench" -quiet -shards 0 -label "$name" -json "$out/$name.json" "$@" | tee "$out/$name.txt"
+}
+
+if [[ $suite == game || $suite == all ]]; then
+	for round in $(seq 1 "$rounds"); do
+		for bare in false true; do
+			tag=netcode
+			[[ $bare == true ]] && tag=bare
+			run "game-sweep-$tag-r$round" -mode game -sweep -clients 256 -bare=$bare "$@"
+		done
+		for clients in 1 256 4096; do
+			tick=60
+			[[ $clients == 4096 ]] && tick=$tick_4096
+			for bare in false true; do
+				tag=netcode
+				[[ $bare == true ]] && tag=bare
+				run "game-${clients}c-$tag-r$round" -mode game -clients "$clients" -tick "$tick" -duration "$duration" -bare=$bare "$@"
+				run "echo-${clients}c-$tag-r$round" -clients "$clients" -rate "$echo_rate" -duration "$duration" -bare=$bare "$@"
+			done
 		done
 	done
-done
+	go run ./scripts/baretable "$out"/game-*.json "$out"/echo-*.json >"$out/table.md"
+	cat "$out/table.md"
+fi
 
-go run ./scripts/ratiotable "$out"/*.json >"$out/table.md"
+if [[ $suite == recv || $suite == all ]]; then
+	for recv in mmsg block xnet single; do
+		for size in 64 1200; do
+			for clients in 256 4096; do
+				run "recv-$recv-${size}B-${clients}c" -sweep -recv "$recv" -size "$size" -clients "$clients" "$@"
+			done
+		done
+	done
+	go run ./scripts/ratiotable "$out"/recv-*.json >"$out/recv-table.md"
+	cat "$out/recv-table.md"
+fi
+
 "$out/netbench" -plot "$out/latency.svg" "$out"/*.json
-cat "$out/table.md"
 echo "results in $out" >&2

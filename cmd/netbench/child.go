@@ -24,7 +24,7 @@ import (
 )
 
 // The server child: netbench re-executes itself with -server-child to run
-// the echo server in its own process (own core, own GC, own allocation
+// the server in its own process (own core, own GC, own allocation
 // and CPU accounting). The parent passes the key and protocol id in the
 // environment and drives the child over its stdin with one command per
 // line; the child answers each with one JSON line on stdout:
@@ -57,7 +57,9 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	args := []string{"-server-child", "-mode", o.mode,
+	args := []string{"-server-child", "-mode", o.mode, "-bare=" + strconv.FormatBool(o.bare),
+		"-tick", strconv.FormatFloat(o.tickHz, 'g', -1, 64), "-size", strconv.Itoa(o.size),
+		"-sweep=" + strconv.FormatBool(o.sweep), "-max-clients", strconv.Itoa(o.maxClients),
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
 		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed)}
@@ -66,6 +68,9 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	}
 	if o.cpuProfile != "" {
 		args = append(args, "-cpuprofile", o.cpuProfile)
+	}
+	if o.tracePath != "" {
+		args = append(args, "-trace", o.tracePath)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(),
@@ -172,7 +177,7 @@ func runServerChild(o *options) error {
 	if o.ipv6 {
 		addr = netip.MustParseAddrPort("[::1]:0")
 	}
-	srv, err := startEchoServer(o, addr)
+	srv, err := startServer(o, addr)
 	if err != nil {
 		return fail(err)
 	}
@@ -181,6 +186,7 @@ func runServerChild(o *options) error {
 		return err
 	}
 	var begin mark
+	m := new(meter)
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		// Compared as bytes: converting to a string would count one
@@ -190,14 +196,22 @@ func runServerChild(o *options) error {
 			// Reply first: encoding allocates, and the window must hold
 			// only the server's own allocations.
 			err = enc.Encode(childReply{})
-			begin = takeMark(srv.echo)
+			if t, ok := srv.app.(ticker); ok {
+				t.TakeTicks() // start the window's tick durations afresh
+			}
+			begin = m.take(srv.app, true)
 		case "end":
-			end := takeMark(srv.echo)
+			end := m.take(srv.app, false)
 			w := serverWindow(&begin, &end)
 			w.ReceiveMode, w.Batch = srv.mode, srv.batch
 			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
 			w.CPUs, _ = parseInts(o.serverCPUs)
-			w.DropReasons = srv.echo.DropReasons()
+			w.DropReasons = srv.app.DropReasons()
+			if t, ok := srv.app.(ticker); ok {
+				if p, n := t.TakeTicks(); n > 0 {
+					w.TickUs = &p
+				}
+			}
 			err = enc.Encode(childReply{Window: w})
 		default:
 			err = enc.Encode(childReply{Err: fmt.Sprintf("unknown command %q", sc.Text())})
@@ -213,39 +227,71 @@ func runServerChild(o *options) error {
 type mark struct {
 	at      time.Time
 	cpu     int64
+	wait    int64 // runDelay
 	mallocs uint64
 	gc      uint32
-	c       bench.EchoCounters
+	c       bench.ServerCounters
 }
 
-func takeMark(e *bench.EchoServer) mark {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return mark{
-		at:      time.Now(),
-		cpu:     ru.Utime.Nano() + ru.Stime.Nano(),
-		mallocs: ms.Mallocs,
-		gc:      ms.NumGC,
-		c:       e.Counters(),
+// meter takes marks without allocating between the heap count and the
+// rest: its buffers are made once, and a window's first mark reads the
+// heap count last and its last mark reads it first, so the marks' own
+// work (reading counters, the clock) falls outside the window.
+type meter struct {
+	ms runtime.MemStats
+	ru unix.Rusage
+}
+
+func (m *meter) take(e app, begin bool) mark {
+	var k mark
+	heap := func() {
+		runtime.ReadMemStats(&m.ms)
+		k.mallocs, k.gc = m.ms.Mallocs, m.ms.NumGC
 	}
+	if !begin {
+		heap()
+	}
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &m.ru)
+	k.cpu = m.ru.Utime.Nano() + m.ru.Stime.Nano()
+	k.wait = runDelay()
+	k.c = e.Counters()
+	k.at = time.Now()
+	if begin {
+		heap()
+	}
+	return k
 }
 
 func serverWindow(b, e *mark) *bench.ServerWindow {
 	return &bench.ServerWindow{
-		WindowS:     e.at.Sub(b.at).Seconds(),
-		PacketsIn:   e.c.PacketsIn - b.c.PacketsIn,
-		PacketsOut:  e.c.PacketsOut - b.c.PacketsOut,
-		Echoed:      e.c.Echoed - b.c.Echoed,
-		Dropped:     e.c.Dropped - b.c.Dropped,
-		KernelDrops: uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
-		CPUNanos:    e.cpu - b.cpu,
-		Mallocs:     e.mallocs - b.mallocs,
-		GCCycles:    e.gc - b.gc,
-		Connected:   e.c.Connected,
-		Connects:    e.c.Connects - b.c.Connects,
+		WindowS:      e.at.Sub(b.at).Seconds(),
+		PacketsIn:    e.c.PacketsIn - b.c.PacketsIn,
+		PacketsOut:   e.c.PacketsOut - b.c.PacketsOut,
+		Echoed:       e.c.Echoed - b.c.Echoed,
+		Dropped:      e.c.Dropped - b.c.Dropped,
+		KernelDrops:  uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
+		CPUNanos:     e.cpu - b.cpu,
+		Mallocs:      e.mallocs - b.mallocs,
+		GCCycles:     e.gc - b.gc,
+		Connected:    e.c.Connected,
+		Connects:     e.c.Connects - b.c.Connects,
+		Inputs:       e.c.Inputs - b.c.Inputs,
+		Snapshots:    e.c.Snapshots - b.c.Snapshots,
+		Ticks:        e.c.Ticks - b.c.Ticks,
+		TicksSkipped: e.c.TicksSkipped - b.c.TicksSkipped,
+		RecvCalls:    e.c.RecvCalls - b.c.RecvCalls,
+		SendCalls:    e.c.SendCalls - b.c.SendCalls,
+		Parks:        e.c.Parks - b.c.Parks,
 	}
+}
+
+// waitDelta is the run delay between two readings, or -1 if either is
+// unknown.
+func waitDelta(b, e int64) int64 {
+	if b < 0 || e < 0 {
+		return -1
+	}
+	return e - b
 }
 
 func joinInts(v []int) string {

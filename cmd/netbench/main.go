@@ -7,6 +7,8 @@
 //
 //	go run ./cmd/netbench                      # 256 clients, 60 Hz, 100 B, 10 s
 //	go run ./cmd/netbench -sweep -json r.json  # highest sustained rate
+//	go run ./cmd/netbench -mode game -sweep     # players per core at 60 Hz
+//	go run ./cmd/netbench -mode game -sweep -bare  # the same without netcode
 //	go run ./cmd/netbench -mode handshake      # connections per second
 //	go run ./cmd/netbench -mode flood          # bad requests while clients play
 //	go run ./cmd/netbench -serve 127.0.0.1:40000 -key HEX -protocol HEX
@@ -23,6 +25,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -35,10 +38,17 @@ import (
 const defaultProtocolID = 0x6e6574626e6368 // "netbnch"
 
 type options struct {
-	clients  int
-	rate     float64
-	size     int
-	duration time.Duration
+	clients int
+	rate    float64
+	size    int
+	// sizeSet: -size was given (game mode's default differs).
+	sizeSet    bool
+	tickHz     float64
+	inputSize  int
+	bare       bool
+	sample     int
+	maxClients int
+	duration   time.Duration
 	// durationSet: -duration was given (-serve then stops after it).
 	durationSet bool
 	step        time.Duration
@@ -53,6 +63,7 @@ type options struct {
 	keyHex      string
 	protoHex    string
 	sweep       bool
+	retries     int
 	mode        string
 	serve       string
 	target      string
@@ -62,6 +73,7 @@ type options struct {
 	child      bool
 	serverCPUs string
 	cpuProfile string
+	tracePath  string
 
 	files         []string // extra arguments: JSON files to plot
 	socketsArg    string
@@ -109,7 +121,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.socketsArg, "sockets", "auto", "client addresses: shared (a few wildcard sockets, one 127.x.y.z address per client, batched; IPv4 loopback only), per-client (a socket and goroutine per client; any server) or auto (shared when possible)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines driving shared client sockets (0: one per load CPU, at most one per 64 clients)")
 	fs.Float64Var(&o.rate, "rate", 60, "payloads per second per client (the starting rate of a -sweep)")
-	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d; the first %d carry the send time and sequence)", 16, codec.MaxPayloadBytes, 16))
+	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d; the first %d carry the send time and sequence); in game mode the snapshot size, default 300", 16, codec.MaxPayloadBytes, 16))
+	fs.Float64Var(&o.tickHz, "tick", 60, "game mode: the server's tick rate in Hz; clients send an input per tick")
+	fs.IntVar(&o.inputSize, "input-size", 64, "game mode: input bytes")
+	fs.BoolVar(&o.bare, "bare", false, "the protocol-free control: the same load shape (echo or game) with netcode off on both sides (plain UDP, same stamps, sockets, batching and pacing)")
+	fs.IntVar(&o.sample, "sample", 0, "only every N-th client opens and times its replies; the others count them unopened by size and clear sequence (shared sockets; 0: 1 up to 256 clients, else 8)")
+	fs.IntVar(&o.maxClients, "max-clients", 8192, "game -sweep: the most players tried (the server's slots)")
+	fs.IntVar(&o.retries, "retries", 1, "a failed -sweep step is measured again up to this many times before it counts as failed (on a shared machine one stall of a few ms fails a step)")
 	fs.Var(durationValue{&o.duration}, "duration", "measurement time (10s, or seconds)")
 	fs.Var(durationValue{&o.step}, "step", "measurement time of each -sweep step")
 	fs.Var(durationValue{&o.connect}, "connect-timeout", "how long to wait for all clients to connect")
@@ -123,8 +141,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.plotPath, "plot", "", "write a latency-by-percentile chart to `FILE.svg`; with JSON files as arguments, plot those instead of running")
 	fs.StringVar(&o.keyHex, "key", "", "32-byte private key as 64 hex digits (default: random; required with -serve and -target)")
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
-	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms; report the highest sustained rate")
-	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms and report the highest sustained rate; in game mode, raise the players from -clients until loss > 0.1% or p99 > one tick and report the most")
+	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), game (ticks and snapshots), handshake (connections per second) or flood (bad requests while clients play)")
 	fs.BoolVar(&o.noShed, "no-shed", false, "turn off the server's kernel shedding of connection-request floods (engine.ServerConfig.DisableRequestShedding), to measure what it buys")
 	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
 	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
@@ -135,6 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load process to `FILE` and of the server child to FILE.server")
+	fs.StringVar(&o.tracePath, "trace", "", "write a Go execution trace of the load process to `FILE` and of the server child to FILE.server (go tool trace -pprof=sched FILE.server shows goroutines' waits for a CPU)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
 	fs.Usage = func() {
@@ -154,7 +173,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { o.durationSet = o.durationSet || f.Name == "duration" })
+	fs.Visit(func(f *flag.Flag) {
+		o.durationSet = o.durationSet || f.Name == "duration"
+		o.sizeSet = o.sizeSet || f.Name == "size"
+	})
+	if o.mode == "game" && !o.sizeSet {
+		o.size = 300
+	}
 	o.files = fs.Args()
 	return o, o.check()
 }
@@ -166,6 +191,9 @@ func (o *options) check() error {
 	case "mmsg", "block", "xnet", "single":
 	default:
 		return fmt.Errorf("-recv %q: want mmsg, block, xnet or single", o.recv)
+	}
+	if o.mode == "game" && !(o.tickHz > 0 && o.tickHz <= bench.MaxTickHz) {
+		return fmt.Errorf("-tick %g: want more than 0 and at most %d Hz", o.tickHz, bench.MaxTickHz)
 	}
 	if o.child {
 		return nil // the key and protocol come from the environment
@@ -186,9 +214,24 @@ func (o *options) check() error {
 		return fmt.Errorf("unexpected arguments %q: JSON files are only read with -plot", o.files)
 	}
 	switch o.mode {
-	case "echo", "handshake", "flood":
+	case "echo", "game", "handshake", "flood":
 	default:
-		return fmt.Errorf("-mode %q: want echo, handshake or flood", o.mode)
+		return fmt.Errorf("-mode %q: want echo, game, handshake or flood", o.mode)
+	}
+	if o.bare && o.mode != "echo" && o.mode != "game" {
+		return fmt.Errorf("-bare works with -mode echo or game, not %s", o.mode)
+	}
+	if o.inputSize < 16 || o.inputSize > codec.MaxPayloadBytes {
+		return fmt.Errorf("-input-size %d: want 16 to %d bytes", o.inputSize, codec.MaxPayloadBytes)
+	}
+	if o.retries < 0 || o.retries > 5 {
+		return fmt.Errorf("-retries %d: want 0 to 5", o.retries)
+	}
+	if o.sample < 0 || o.sample > 1<<16 {
+		return fmt.Errorf("-sample %d: want 0 (automatic) to 65536", o.sample)
+	}
+	if o.mode == "game" && o.sweep && (o.maxClients < o.clients || o.maxClients > 1<<16) {
+		return fmt.Errorf("-max-clients %d: want -clients (%d) to 65536", o.maxClients, o.clients)
 	}
 	if o.sweep && o.mode == "handshake" {
 		return errors.New("-sweep works with -mode echo or flood, not handshake")
@@ -214,7 +257,7 @@ func (o *options) check() error {
 	if o.serve != "" && o.target != "" {
 		return errors.New("-serve and -target exclude each other")
 	}
-	if (o.serve != "" || o.target != "") && (o.keyHex == "" || o.protoHex == "") {
+	if (o.serve != "" || o.target != "") && !o.bare && (o.keyHex == "" || o.protoHex == "") {
 		return errors.New("-serve and -target need -key and -protocol (the server's and the load's must match)")
 	}
 	if o.keyHex == "" {
@@ -263,6 +306,19 @@ func run() {
 		}
 		defer stop()
 	}
+	if o.tracePath != "" {
+		path := o.tracePath
+		if o.child {
+			path += ".server"
+		}
+		stop, err := startTrace(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			exitCode = 1
+			return
+		}
+		defer stop()
+	}
 	switch {
 	case o.child:
 		err = runServerChild(o)
@@ -282,6 +338,18 @@ func run() {
 // exitCode is set by main's deferred-friendly error path: main returns
 // normally (running its defers, such as the CPU profile's) and run exits.
 var exitCode int
+
+func startTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
+}
 
 func startProfile(path string) (func(), error) {
 	f, err := os.Create(path)

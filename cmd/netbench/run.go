@@ -12,9 +12,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netcode-go/netcode/bench"
 )
@@ -32,11 +35,31 @@ const (
 	sweepMaxLoss    = 0.01
 	sweepMaxP99     = 10 * time.Millisecond
 	sweepMinOffered = 0.95
-	// sweepMaxSteps bounds a sweep; sweepResolution is when it stops
-	// bisecting (next bad rate / last good rate).
-	sweepMaxSteps   = 14
+	// sweepResolution is when a rate sweep stops bisecting (next bad
+	// rate / last good rate).
 	sweepResolution = 1.1
+	// A game sweep's step is sustained when every active client is
+	// connected, no more than gameMaxLoss of the snapshots are missing,
+	// their p99 is under one tick interval, and the clients sent their
+	// inputs; it stops bisecting at gameResolution.
+	gameMaxLoss    = 0.001
+	gameResolution = 1.05
+	// gameSettle is how long a game sweep lets new players settle in
+	// (handshakes done, snapshots flowing) before a step.
+	gameSettle = 500 * time.Millisecond
 )
+
+// sampleEvery is -sample, or its automatic value: every client opens its
+// replies up to 256 clients, and 1 in 8 beyond.
+func (o *options) sampleEvery() int {
+	switch {
+	case o.sample > 0:
+		return o.sample
+	case o.slots() <= 256:
+		return 1
+	}
+	return 8
+}
 
 // runner holds one benchmark run's parts.
 type runner struct {
@@ -100,20 +123,27 @@ func runBench(o *options) error {
 		r.child, r.server = child, child.addr
 	}
 
-	mode := bench.LoadEcho
-	if o.mode == "handshake" {
-		mode = bench.LoadHandshake
-	}
-	load, err := bench.NewLoad(bench.LoadConfig{
+	cfg := bench.LoadConfig{
 		Server:       r.server,
 		PrivateKey:   o.key,
 		ProtocolID:   o.protocolID,
-		Clients:      o.clients,
+		Clients:      o.slots(),
+		Active:       o.clients,
 		PayloadBytes: o.size,
-		Mode:         mode,
+		Mode:         bench.LoadEcho,
+		Bare:         o.bare,
+		SampleEvery:  o.sampleEvery(),
 		Sockets:      o.sockets,
 		Workers:      o.workers,
-	})
+	}
+	switch o.mode {
+	case "handshake":
+		cfg.Mode = bench.LoadHandshake
+	case "game":
+		cfg.Mode = bench.LoadGame
+		cfg.PayloadBytes, cfg.SnapshotBytes, cfg.TickHz = o.inputSize, o.size, o.tickHz
+	}
+	load, err := bench.NewLoad(cfg)
 	if err != nil {
 		return err
 	}
@@ -126,6 +156,8 @@ func runBench(o *options) error {
 	switch {
 	case o.mode == "handshake":
 		res, hist, err = r.runHandshake()
+	case o.mode == "game" && o.sweep:
+		res, hist, err = r.runGameSweep()
 	case o.sweep:
 		res, hist, err = r.runSweep()
 	default:
@@ -146,7 +178,7 @@ func (r *runner) connect() (int, error) {
 	t0 := time.Now()
 	r.load.Start()
 	n := r.load.WaitConnected(r.o.connect, r.stop)
-	fmt.Fprintf(r.out, "connected %d of %d clients to %v in %v\n", n, r.o.clients, r.server, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(r.out, "connected %d of %d clients to %v in %v\n", n, r.load.Active(), r.server, time.Since(t0).Round(time.Millisecond))
 	if n == 0 {
 		return 0, fmt.Errorf("no client connected to %v within %v (check -key/-protocol and that the server is up)", r.server, r.o.connect)
 	}
@@ -159,8 +191,30 @@ type window struct {
 	tot    bench.LoadTotals
 	sendS  float64
 	server *bench.ServerWindow
+	load   bench.LoadWindow
 	target float64 // pps asked for
 	rate   float64
+}
+
+// loadMark is the load process's CPU time and socket datagrams at one
+// instant.
+type loadMark struct {
+	at        time.Time
+	cpu       int64
+	wait      int64
+	datagrams uint64
+}
+
+func (r *runner) loadMark() loadMark {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	in, out := r.load.SocketPackets()
+	return loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out}
+}
+
+func (r *runner) loadWindow(b, e loadMark) bench.LoadWindow {
+	return bench.LoadWindow{WindowS: e.at.Sub(b.at).Seconds(), CPUNanos: e.cpu - b.cpu, WaitNanos: waitDelta(b.wait, e.wait),
+		Datagrams: e.datagrams - b.datagrams, Cores: len(r.loadCPUs)}
 }
 
 func (r *runner) beginServer() error {
@@ -184,6 +238,7 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 	if err := r.beginServer(); err != nil {
 		return nil, err
 	}
+	lm := r.loadMark()
 	start := time.Now().Add(windowLead)
 	r.load.BeginWindow(rate, start, d)
 	time.Sleep(time.Until(start))
@@ -199,6 +254,11 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 	sendS := min(time.Since(start), d).Seconds()
 	time.Sleep(drainTime)
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
+	w.load = r.loadWindow(lm, r.loadMark())
+	if r.o.mode == "game" {
+		w.rate = r.o.tickHz
+		w.target = r.o.tickHz * float64(w.tot.Active)
+	}
 	var err error
 	w.server, err = r.endServer()
 	return w, err
@@ -285,11 +345,64 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		res.ReceiveMode, res.Batch, res.Shards = "unknown", 0, 0 // the target's own
 	}
 	res.SetServer(w.server)
+	res.SetLoad(w.load)
+	res.Saturated = bench.Saturation(res.ServerCPURatio, res.ServerWaitRatio, res.LoadCPURatio, res.LoadWaitRatio, w.tot.SendLag)
+	res.Bare = o.bare
+	res.SampleEvery = r.load.SampleEvery()
+	res.LoadAvg = loadAverage()
+	res.CPUPressure = cpuPressure()
+	if o.mode == "game" {
+		r.gameResult(res, w)
+	}
 	res.Label = o.label
 	if res.Label == "" {
 		res.Label = fmt.Sprintf("%s %s %dB %dc %d shards", mode, res.ReceiveMode, o.size, o.clients, o.shards)
+		if o.bare {
+			res.Label += " bare"
+		}
 	}
 	return res
+}
+
+// gameResult fills in a game window's figures: the snapshots owed and
+// received, the inputs sent.
+func (r *runner) gameResult(res *bench.Result, w *window) {
+	res.Latency = "snapshot"
+	res.TickHz, res.SnapshotBytes, res.PayloadBytes = r.o.tickHz, r.o.size, r.o.inputSize
+	res.Ticks, res.Inputs = w.tot.Ticks, w.tot.Inputs
+	res.ClientsWithLoss, res.WorstClientLoss = w.tot.ClientsWithLoss, w.tot.WorstClientLoss
+	res.Clients = w.tot.Active
+	if w.sendS > 0 {
+		res.OfferedPPS = float64(w.tot.Inputs) / w.sendS
+	}
+}
+
+// cpuPressure returns the share of the last 10 s in which some runnable
+// task waited for a CPU (/proc/pressure/cpu, "some avg10"), or nil.
+func cpuPressure() *float64 {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return nil
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, "avg10="); ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				x /= 100
+				return &x
+			}
+		}
+	}
+	return nil
+}
+
+// loadAverage returns the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func (r *runner) runEcho() (*bench.Result, *bench.LoadTotals, error) {
@@ -410,49 +523,31 @@ func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
 	if r.o.mode == "flood" {
 		during = r.flood
 	}
+	sw := bench.Sweep{Start: r.o.rate, Min: 1, Resolution: sweepResolution}
 	var (
 		steps     []bench.Step
 		best      *window
-		good      = 0.0 // highest sustained rate
-		bad       = 0.0 // lowest failed rate (0: none yet)
-		rate      = r.o.rate
 		lastTried *window
 	)
-	for i := 0; i < sweepMaxSteps; i++ {
-		select {
-		case <-r.stop:
-			i = sweepMaxSteps
-			continue
-		default:
-		}
-		w, err := r.measure(rate, r.o.step, false, during)
-		if err != nil {
-			return nil, nil, err
-		}
-		lastTried = w
-		st := stepOf(w)
-		steps = append(steps, st)
-		fmt.Fprintf(r.out, "step %2d: %7.0f Hz x %d = %9.0f pps target, %9.0f offered, %9.0f delivered, loss %.4f%%, p99 %8.1f µs  %s\n",
-			i+1, rate, w.tot.Connected, st.TargetPPS, st.OfferedPPS, st.DeliveredPPS, 100*st.LossRatio, st.P99Micros, verdict(st))
-		if st.Sustained {
-			good, best = rate, w
-		} else {
-			bad = rate
-		}
-		switch {
-		case bad == 0:
-			rate *= 2
-		case good == 0:
-			rate /= 2
-			if rate < 1 {
-				i = sweepMaxSteps
+	for rate, ok := sw.Next(); ok && !r.stopped(); rate, ok = sw.Next() {
+		var st bench.Step
+		for try := 0; try <= r.o.retries && !r.stopped(); try++ {
+			w, err := r.measure(rate, r.o.step, false, during)
+			if err != nil {
+				return nil, nil, err
 			}
-		default:
-			if bad/good <= sweepResolution {
-				i = sweepMaxSteps
+			lastTried = w
+			st = stepOf(w)
+			steps = append(steps, st)
+			fmt.Fprintf(r.out, "step %2d: %7.0f Hz x %d = %9.0f pps target, %9.0f offered, %9.0f delivered, loss %.4f%%, p99 %8.1f µs, %s  %s\n",
+				len(steps), rate, w.tot.Connected, st.TargetPPS, st.OfferedPPS, st.DeliveredPPS, 100*st.LossRatio, st.P99Micros,
+				cpuLine(&st), verdict(st))
+			if st.Sustained {
+				best = w
+				break
 			}
-			rate = (good + bad) / 2
 		}
+		sw.Record(rate, st.Sustained)
 	}
 	if best == nil {
 		best = lastTried
@@ -463,7 +558,7 @@ func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
 	res := r.result("sweep", best)
 	res.Steps = steps
 	maxPPS := 0.0
-	if good > 0 {
+	if _, ok := sw.Best(); ok {
 		maxPPS = float64(best.tot.Received) / best.sendS
 	}
 	res.MaxSustainedPPS = &maxPPS
@@ -471,6 +566,144 @@ func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
 		r.floodResult(res, best)
 	}
 	return res, &best.tot, nil
+}
+
+// stopped reports whether the run was interrupted.
+func (r *runner) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// cpuLine says how much of its core each side used and waited for.
+func cpuLine(st *bench.Step) string {
+	return fmt.Sprintf("cpu server %s (+%s wait) load %s (+%s wait)", pct(st.ServerCPURatio), pct(st.ServerWaitRatio),
+		pct(st.LoadCPURatio), pct(st.LoadWaitRatio))
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100**p)
+}
+
+// runGameSweep raises the number of players (doubling from -clients up to
+// -max-clients, then bisecting) and reports the most whose snapshots all
+// arrived with p99 under one tick.
+func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
+	if _, err := r.connect(); err != nil {
+		return nil, nil, err
+	}
+	sw := bench.Sweep{Start: float64(r.o.clients), Min: 1, Max: float64(r.o.maxClients), Integer: true, Resolution: gameResolution}
+	var (
+		steps     []bench.Step
+		best      *window
+		lastTried *window
+	)
+	for v, ok := sw.Next(); ok && !r.stopped(); v, ok = sw.Next() {
+		n := int(v)
+		if err := r.load.SetActive(n); err != nil {
+			return nil, nil, err
+		}
+		r.load.WaitConnected(r.o.connect, r.stop)
+		time.Sleep(gameSettle)
+		var st bench.Step
+		for try := 0; try <= r.o.retries && !r.stopped(); try++ {
+			w, err := r.measure(r.o.tickHz, r.o.step, false, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			lastTried = w
+			st = gameStepOf(w, r.o.tickHz)
+			steps = append(steps, st)
+			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, %s  %s\n",
+				len(steps), n, w.tot.Connected, st.TargetPPS, st.DeliveredPPS, 100*st.LossRatio, w.tot.ClientsWithLoss, st.P99Micros,
+				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st))
+			if st.Sustained {
+				best = w
+				break
+			}
+		}
+		sw.Record(v, st.Sustained)
+	}
+	if best == nil {
+		best = lastTried
+	}
+	if best == nil {
+		return nil, nil, errors.New("sweep interrupted before its first step")
+	}
+	res := r.result("game-sweep", best)
+	res.Steps = steps
+	players := 0
+	if v, ok := sw.Best(); ok {
+		players = int(v)
+	}
+	res.MaxPlayers = &players
+	return res, &best.tot, nil
+}
+
+func skipped(s *bench.ServerWindow) string {
+	if s == nil {
+		return "n/a"
+	}
+	return fmt.Sprint(s.TicksSkipped)
+}
+
+func tickP99(s *bench.ServerWindow) string {
+	if s == nil || s.TickUs == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f µs", s.TickUs.P99)
+}
+
+// gameStepOf judges a game sweep's step: every active player connected,
+// at most gameMaxLoss of the snapshots missing, p99 under one tick
+// interval, and the inputs sent as scheduled.
+func gameStepOf(w *window, tickHz float64) bench.Step {
+	p := bench.PercentilesOf(w.tot.Hist)
+	st := bench.Step{
+		Players:   w.tot.Active,
+		RateHz:    tickHz,
+		TargetPPS: w.target,
+		LossRatio: w.tot.LossRatio(),
+		P99Micros: p.P99,
+	}
+	setRatios(&st, w)
+	if w.sendS > 0 {
+		st.OfferedPPS = float64(w.tot.Inputs) / w.sendS
+		st.DeliveredPPS = float64(w.tot.Received) / w.sendS
+	}
+	interval := 1e6 / tickHz
+	inputs := tickHz * float64(w.tot.Active)
+	switch {
+	case w.tot.Connected < w.tot.Active:
+		st.Why = fmt.Sprintf("only %d of %d connected", w.tot.Connected, w.tot.Active)
+	case w.tot.Ticks == 0:
+		st.Why = "no snapshots"
+	case st.LossRatio > gameMaxLoss:
+		st.Why = "loss > 0.1%"
+	case p.P99 > interval:
+		st.Why = "p99 > one tick"
+	case st.OfferedPPS < sweepMinOffered*inputs:
+		st.Why = "load generator could not send the inputs"
+	default:
+		st.Sustained = true
+	}
+	return st
+}
+
+// setRatios fills in a step's CPU and wait ratios and saturation.
+func setRatios(st *bench.Step, w *window) {
+	var r bench.Result
+	r.SetServer(w.server)
+	r.SetLoad(w.load)
+	st.ServerCPURatio, st.ServerWaitRatio = r.ServerCPURatio, r.ServerWaitRatio
+	st.LoadCPURatio, st.LoadWaitRatio = r.LoadCPURatio, r.LoadWaitRatio
+	st.Saturated = bench.Saturation(st.ServerCPURatio, st.ServerWaitRatio, st.LoadCPURatio, st.LoadWaitRatio, w.tot.SendLag)
 }
 
 func stepOf(w *window) bench.Step {
@@ -481,6 +714,7 @@ func stepOf(w *window) bench.Step {
 		LossRatio: w.tot.LossRatio(),
 		P99Micros: p.P99,
 	}
+	setRatios(&st, w)
 	if w.sendS > 0 {
 		st.OfferedPPS = float64(w.tot.Sent) / w.sendS
 		st.DeliveredPPS = float64(w.tot.Received) / w.sendS

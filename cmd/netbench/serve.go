@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -18,42 +19,101 @@ import (
 	"github.com/netcode-go/netcode/engine"
 )
 
-// echoServer is a running echo server and what the reports need of its
-// sockets.
-type echoServer struct {
-	echo  *bench.EchoServer
+// app is the server application netbench runs: bench's EchoServer,
+// GameServer or BareServer.
+type app interface {
+	Run() error
+	Stop()
+	Counters() bench.ServerCounters
+	DropReasons() map[string]uint64
+}
+
+// ticker is an app with ticks (GameServer, BareServer).
+type ticker interface {
+	TakeTicks() (bench.Percentiles, int64)
+}
+
+// server is a running server application and what the reports need of
+// its sockets.
+type server struct {
+	app   app
 	addr  netip.AddrPort
 	mode  string // -recv
 	batch int
 	done  chan error
 }
 
-// startEchoServer starts the echo server: -shards N sockets and shard
-// goroutines (the default mode), or with -shards 0 one socket driven by
-// the application goroutine (the manual mode).
-func startEchoServer(o *options, addr netip.AddrPort) (*echoServer, error) {
+// slots is the server's client slots: a game sweep's most players, else
+// -clients.
+func (o *options) slots() int {
+	if o.mode == "game" && o.sweep {
+		return o.maxClients
+	}
+	return o.clients
+}
+
+// startServer starts the server application of -mode (echo, game; bare
+// with -bare) on -shards N sockets and shard goroutines (the default
+// mode), or with -shards 0 on one socket driven by the application
+// goroutine (the manual mode). A bare server runs one loop per socket.
+func startServer(o *options, addr netip.AddrPort) (*server, error) {
 	sock := batchio.Config{BatchSize: o.batch, DisableGSO: !o.gso, BlockingWait: o.recv == "block"}
-	cfg := engine.ServerConfig{
-		ProtocolID: o.protocolID,
-		PrivateKey: o.key,
-		MaxClients: o.clients,
-		Manual:     o.shards == 0,
-		// Validated by the engine, which names the allowed range.
-		TokenDecryptsPerSecond: o.decryptRate,
-		DisableRequestShedding: o.noShed,
+	s := &server{mode: o.recv, batch: o.batch, done: make(chan error, 1)}
+	if o.bare {
+		conns, err := listenConns(sock, addr, max(o.shards, 1), o.recv)
+		if err != nil {
+			return nil, err
+		}
+		b, err := bench.NewBareServer(bench.BareConfig{Game: o.mode == "game", TickHz: o.tickHz, SnapshotBytes: o.size,
+			MaxClients: o.slots(), LockOSThread: sock.BlockingWait}, conns...)
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
+		s.app, s.addr = b, conns[0].LocalAddr()
+	} else {
+		cfg := engine.ServerConfig{
+			ProtocolID: o.protocolID,
+			PrivateKey: o.key,
+			MaxClients: o.slots(),
+			Manual:     o.shards == 0,
+			// Validated by the engine, which names the allowed range.
+			TokenDecryptsPerSecond: o.decryptRate,
+			DisableRequestShedding: o.noShed,
+		}
+		if o.mode == "handshake" {
+			// Every handshake uses a fresh token, and the history keeps each
+			// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
+			cfg.TokenHistorySize = 1 << 20
+		}
+		if o.mode == "game" {
+			// A tick's snapshots are queued at once, and a tick's inputs
+			// may wait for the next poll.
+			cfg.EventQueueSize = bench.GameQueueSize(cfg.MaxClients)
+			if !cfg.Manual {
+				cfg.SendQueueSize = cfg.EventQueueSize
+			}
+		}
+		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
+		if err != nil {
+			return nil, err
+		}
+		s.addr = srv.LocalAddrs()[0]
+		lock := cfg.Manual && sock.BlockingWait
+		if o.mode == "game" {
+			g, err := bench.NewGameServer(srv, bench.GameConfig{Manual: cfg.Manual, LockOSThread: lock, TickHz: o.tickHz, SnapshotBytes: o.size})
+			if err != nil {
+				srv.Close()
+				return nil, err
+			}
+			s.app = g
+		} else {
+			s.app = bench.NewEchoServer(srv, bench.EchoConfig{Manual: cfg.Manual, LockOSThread: lock})
+		}
 	}
-	if o.mode == "handshake" {
-		// Every handshake uses a fresh token, and the history keeps each
-		// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
-		cfg.TokenHistorySize = 1 << 20
-	}
-	srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
-	if err != nil {
-		return nil, err
-	}
-	s := &echoServer{mode: o.recv, batch: o.batch, done: make(chan error, 1), addr: srv.LocalAddrs()[0],
-		echo: bench.NewEchoServer(srv, bench.EchoConfig{Manual: cfg.Manual, LockOSThread: cfg.Manual && sock.BlockingWait})}
-	go func() { s.done <- s.echo.Run() }()
+	go func() { s.done <- s.app.Run() }()
 	return s, nil
 }
 
@@ -65,48 +125,63 @@ func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrP
 		cfg.Shards = shards
 		return engine.Listen(cfg, sock, addr)
 	}
-	sock.ReusePort = shards > 1
-	var conns []batchio.Conn
-	closeAll := func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}
-	for range shards {
-		c, err := bench.ListenComparison(addr, recv, sock)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		conns = append(conns, c)
-		addr = c.LocalAddr()
+	conns, err := listenConns(sock, addr, shards, recv)
+	if err != nil {
+		return nil, err
 	}
 	srv, err := engine.NewServer(cfg, conns...)
 	if err != nil {
-		closeAll()
+		for _, c := range conns {
+			c.Close()
+		}
 		return nil, err
 	}
 	return srv, nil // the comparison sockets live as long as the process
 }
 
-func (s *echoServer) close() error {
-	s.echo.Stop()
+// listenConns opens shards sockets of -recv on addr (SO_REUSEPORT when
+// there are several).
+func listenConns(sock batchio.Config, addr netip.AddrPort, shards int, recv string) ([]batchio.Conn, error) {
+	sock.ReusePort = shards > 1
+	var conns []batchio.Conn
+	for range shards {
+		var c batchio.Conn
+		var err error
+		if recv == "xnet" || recv == "single" {
+			c, err = bench.ListenComparison(addr, recv, sock)
+		} else {
+			c, err = batchio.Listen(addr, sock)
+		}
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
+		conns = append(conns, c)
+		addr = c.LocalAddr()
+	}
+	return conns, nil
+}
+
+func (s *server) close() error {
+	s.app.Stop()
 	return <-s.done
 }
 
-// runServe is -serve ADDR: the echo server alone, until interrupted, with
-// a status line every 5 seconds.
+// runServe is -serve ADDR: the server alone, until interrupted, with a
+// status line every 5 seconds.
 func runServe(o *options) error {
 	addr, err := netip.ParseAddrPort(o.serve)
 	if err != nil {
 		return fmt.Errorf("-serve %q: want host:port: %w", o.serve, err)
 	}
-	srv, err := startEchoServer(o, addr)
+	srv, err := startServer(o, addr)
 	if err != nil {
 		return err
 	}
-	slog.Info("netbench echo server", "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
-		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", srv.echo.MaxClients(), "recv", o.recv)
+	slog.Info("netbench server", "mode", o.mode, "bare", o.bare, "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
+		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", o.slots(), "recv", o.recv)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -116,7 +191,7 @@ func runServe(o *options) error {
 	if o.durationSet {
 		stop = time.After(o.duration)
 	}
-	last, lastAt := srv.echo.Counters(), time.Now()
+	last, lastAt := srv.app.Counters(), time.Now()
 	for {
 		select {
 		case <-sig:
@@ -124,14 +199,17 @@ func runServe(o *options) error {
 		case <-stop:
 			return srv.close()
 		case err := <-srv.done:
+			if err == nil {
+				err = errors.New("server stopped")
+			}
 			return err
 		case now := <-t.C:
-			c := srv.echo.Counters()
+			c := srv.app.Counters()
 			dt := now.Sub(lastAt).Seconds()
-			slog.Info("netbench echo server", "connected", c.Connected,
+			slog.Info("netbench server", "connected", c.Connected,
 				"in_pps", int(float64(c.PacketsIn-last.PacketsIn)/dt),
 				"out_pps", int(float64(c.PacketsOut-last.PacketsOut)/dt),
-				"dropped", c.Dropped)
+				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped)
 			last, lastAt = c, now
 		}
 	}
