@@ -263,7 +263,7 @@ func (b *bareLoop) runGame() {
 			}
 			nextRead = now.Add(every)
 		}
-		if d := minTime(nextRead, b.clock.deadline()).Sub(time.Now()); d > 0 {
+		if d := time.Until(minTime(nextRead, b.clock.deadline())); d > 0 {
 			time.Sleep(d)
 		}
 	}

@@ -198,7 +198,7 @@ func (g *GameServer) runManual() {
 			g.drain(now)
 			nextRead = now.Add(every)
 		}
-		if d := minTime(nextRead, g.clock.deadline()).Sub(time.Now()); d > 0 {
+		if d := time.Until(minTime(nextRead, g.clock.deadline())); d > 0 {
 			time.Sleep(d)
 		}
 	}
