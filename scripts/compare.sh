@@ -31,9 +31,9 @@
 # Every run writes its JSON and console output into DIR, with the
 # machine's uptime before it in DIR/uptime.log; DIR/latency.svg plots
 # the latency curves. DIR defaults to bench-results/<timestamp>. Every
-# server is the single-loop one (-shards 0): the comparison sockets
-# cannot be given to the sharded one, and a game server's own loop is
-# the natural shape; pass -shards 1 among the flags for the default mode.
+# server runs in the manual mode (-shards 0), driven by the application
+# goroutine as a game loop drives it; pass -shards 1 among the flags for
+# the default mode.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
