@@ -161,7 +161,7 @@ func runBench(o *options) error {
 	case o.sweep:
 		res, hist, err = r.runSweep()
 	default:
-		res, hist, err = r.runEcho()
+		res, hist, err = r.runFixed()
 	}
 	if err != nil {
 		return err
@@ -405,7 +405,9 @@ func loadAverage() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
-func (r *runner) runEcho() (*bench.Result, *bench.LoadTotals, error) {
+// runFixed measures one window at a fixed rate: -rate payloads per
+// second per client, or in game mode an input per -tick.
+func (r *runner) runFixed() (*bench.Result, *bench.LoadTotals, error) {
 	n, err := r.connect()
 	if err != nil {
 		return nil, nil, err
@@ -414,7 +416,11 @@ func (r *runner) runEcho() (*bench.Result, *bench.LoadTotals, error) {
 	if r.o.mode == "flood" {
 		during = r.flood
 	}
-	w, err := r.measure(r.o.rate, r.o.duration, true, during)
+	rate := r.o.rate
+	if r.o.mode == "game" {
+		rate = r.o.tickHz // an input per tick
+	}
+	w, err := r.measure(rate, r.o.duration, true, during)
 	if err != nil {
 		return nil, nil, err
 	}
