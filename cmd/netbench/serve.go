@@ -180,7 +180,9 @@ func runServe(o *options) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("netbench server", "mode", o.mode, "bare", o.bare, "addr", srv.addr, "shards", o.shards, "key", hex.EncodeToString(o.key),
+	// "netbench echo server addr=" is what scripts wait for (interop labs
+	// among them): keep the message and the first attribute.
+	slog.Info("netbench "+o.mode+" server", "addr", srv.addr, "bare", o.bare, "shards", o.shards, "key", hex.EncodeToString(o.key),
 		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", o.slots(), "recv", o.recv)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -206,7 +208,7 @@ func runServe(o *options) error {
 		case now := <-t.C:
 			c := srv.app.Counters()
 			dt := now.Sub(lastAt).Seconds()
-			slog.Info("netbench server", "connected", c.Connected,
+			slog.Info("netbench "+o.mode+" server", "connected", c.Connected,
 				"in_pps", int(float64(c.PacketsIn-last.PacketsIn)/dt),
 				"out_pps", int(float64(c.PacketsOut-last.PacketsOut)/dt),
 				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped)
