@@ -78,6 +78,12 @@ func connectedLoad(t *testing.T, key []byte, addr netip.AddrPort, sockets LoadSo
 	return load
 }
 
+// e2eAttempts is how often the real-socket tests measure their window
+// before a loss counts: on a busy 2-core machine (go test runs packages in
+// parallel, under -race) a descheduled reader lets a socket buffer overflow
+// now and then, while a bug loses datagrams every time.
+const e2eAttempts = 3
+
 func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
 	const rate = 50
 	key := testKey(t)
@@ -86,11 +92,19 @@ func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
 	if load.Sockets() != sockets {
 		t.Fatalf("load uses %v sockets; want %v", load.Sockets(), sockets)
 	}
-	start := time.Now().Add(150 * time.Millisecond)
 	const d = time.Second
-	load.BeginWindow(rate, start, d)
-	time.Sleep(time.Until(start.Add(d + 500*time.Millisecond))) // window + drain
-	tot := load.Totals()
+	var tot LoadTotals
+	for attempt := 1; ; attempt++ {
+		start := time.Now().Add(150 * time.Millisecond)
+		load.BeginWindow(rate, start, d)
+		time.Sleep(time.Until(start.Add(d + 500*time.Millisecond))) // window + drain
+		tot = load.Totals()
+		clean := tot.Sent == uint64(clients*rate) && tot.Lost() == 0
+		if clean || attempt == e2eAttempts {
+			break
+		}
+		t.Logf("attempt %d: sent %d, lost %d, send lag %d: measuring again", attempt, tot.Sent, tot.Lost(), tot.SendLag)
+	}
 	if tot.Connected != clients {
 		t.Errorf("connected %d; want %d", tot.Connected, clients)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -17,57 +18,25 @@ import (
 // test checks the drop counter of the defence it exercises and that the
 // victim's slot (index, id, address, queue) is untouched.
 
-// advClientConn is the conn of a real Client in these tests: the link
-// moves what it writes to the server's srvConn and back.
-type advClientConn struct {
-	local netip.AddrPort
-	in    []srvDatagram
-	out   []srvDatagram
-}
-
-var _ batchio.Conn = (*advClientConn)(nil)
-
-func (c *advClientConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	n := 0
-	for n < len(msgs) && len(c.in) > 0 {
-		msgs[n].N = copy(msgs[n].Buf, c.in[0].data)
-		msgs[n].Addr = c.in[0].addr
-		c.in = c.in[1:]
-		n++
-	}
-	return n, nil
-}
-
-func (c *advClientConn) WaitRead(time.Time) error { return nil }
-
-func (c *advClientConn) WriteBatch(msgs []batchio.Message) (int, error) {
-	for _, m := range msgs {
-		c.out = append(c.out, srvDatagram{append([]byte(nil), m.Buf[:m.N]...), m.Addr})
-	}
-	return len(msgs), nil
-}
-
-func (c *advClientConn) LocalAddr() netip.AddrPort { return c.local }
-func (c *advClientConn) Close() error              { return nil }
-
 // advLink runs a real Client against the harness's server and records
 // every datagram the client sent, as an on-path attacker would.
 type advLink struct {
 	t        *testing.T
 	h        *srvHarness
 	c        *Client
-	conn     *advClientConn
-	captured []srvDatagram
+	conn     *batchiotest.Conn
+	local    netip.AddrPort
+	captured []batchiotest.Datagram // what the client sent, from local
 }
 
 func advNewLink(t *testing.T, h *srvHarness, local string) *advLink {
 	t.Helper()
-	conn := &advClientConn{local: netip.MustParseAddrPort(local)}
+	conn := batchiotest.NewConn(netip.MustParseAddrPort(local))
 	c, err := NewClient(ClientConfig{}, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &advLink{t: t, h: h, c: c, conn: conn}
+	return &advLink{t: t, h: h, c: c, conn: conn, local: conn.LocalAddr()}
 }
 
 // step advances the clock by d, runs the client, delivers what it sent to
@@ -80,14 +49,13 @@ func (l *advLink) step(d time.Duration) {
 }
 
 func (l *advLink) pump() {
-	for _, d := range l.conn.out {
-		l.captured = append(l.captured, srvDatagram{append([]byte(nil), d.data...), l.conn.local})
-		l.h.conns[0].push(l.conn.local, d.data)
+	for _, d := range l.conn.Sent() {
+		l.captured = append(l.captured, batchiotest.Datagram{Data: d.Data, Addr: l.local})
+		l.h.conns[0].Push(l.local, d.Data)
 	}
-	l.conn.out = l.conn.out[:0]
 	l.h.update()
-	for _, raw := range l.h.sent(0, l.conn.local) {
-		l.conn.in = append(l.conn.in, srvDatagram{raw, l.h.conns[0].local})
+	for _, raw := range l.h.sent(0, l.local) {
+		l.conn.Push(l.h.conns[0].LocalAddr(), raw)
 	}
 }
 
@@ -107,8 +75,8 @@ func (l *advLink) connect(token []byte) int {
 		l.t.Fatalf("client state %v, want connected", l.c.State())
 	}
 	i := l.c.ClientIndex()
-	if l.h.s.slotAddr(i) != l.conn.local {
-		l.t.Fatalf("slot %d holds %v, want %v", i, l.h.s.slotAddr(i), l.conn.local)
+	if l.h.s.slotAddr(i) != l.local {
+		l.t.Fatalf("slot %d holds %v, want %v", i, l.h.s.slotAddr(i), l.local)
 	}
 	return i
 }
@@ -117,7 +85,7 @@ func (l *advLink) connect(token []byte) int {
 func (l *advLink) last(typ codec.PacketType) []byte {
 	l.t.Helper()
 	for k := len(l.captured) - 1; k >= 0; k-- {
-		if d := l.captured[k].data; len(d) > 0 && codec.PacketType(d[0]&0x0f) == typ && d[0] != 0 {
+		if d := l.captured[k].Data; len(d) > 0 && codec.PacketType(d[0]&0x0f) == typ && d[0] != 0 {
 			return d
 		}
 	}
@@ -197,7 +165,7 @@ func TestAdvReplayWithinSession(t *testing.T) {
 			before, slot := h.s.Stats(), advSlotOf(h.s, i)
 			const replays = 5
 			for range replays {
-				h.deliver(0, l.conn.local, rec)
+				h.deliver(0, l.local, rec)
 			}
 			after := h.s.Stats()
 			if d := after.CodecDrops[codec.ReasonReplayed] - before.CodecDrops[codec.ReasonReplayed]; d != replays {
@@ -226,7 +194,7 @@ func TestAdvReplayDoesNotKeepSilentClientAlive(t *testing.T) {
 	l.step(150 * time.Millisecond)
 	rec := l.last(codec.ConnectionKeepAlive)
 	for range 10 { // the client is gone; the attacker replays
-		h.conns[0].push(l.conn.local, rec)
+		h.conns[0].Push(l.local, rec)
 		h.step(time.Second)
 	}
 	if h.s.slotConnected(i) {
@@ -271,7 +239,7 @@ func TestAdvReplayAcrossReconnect(t *testing.T) {
 			}
 			for range 10 {
 				l.step(100 * time.Millisecond)
-				h.deliver(0, l.conn.local, rec)
+				h.deliver(0, l.local, rec)
 			}
 			if l.c.State() == Connected || h.s.NumConnectedClients() != 0 {
 				t.Fatalf("the same token connected again: client %v, %d slots", l.c.State(), h.s.NumConnectedClients())
@@ -281,7 +249,7 @@ func TestAdvReplayAcrossReconnect(t *testing.T) {
 				t.Fatalf("consumed-token drops %d, challenges %d; want > 0 and only the first session's 1",
 					st.Drops[ServerDropTokenConsumed], st.ChallengesSent)
 			}
-			if got := h.sent(0, l.conn.local); len(got) != 0 {
+			if got := h.sent(0, l.local); len(got) != 0 {
 				t.Fatalf("server sent %d datagrams to the refused client", len(got))
 			}
 
@@ -292,7 +260,7 @@ func TestAdvReplayAcrossReconnect(t *testing.T) {
 			l2.step(150 * time.Millisecond)
 			advDrain(h, i)
 			before, slot := h.s.Stats(), advSlotOf(h.s, i)
-			h.deliver(0, l2.conn.local, rec)
+			h.deliver(0, l2.local, rec)
 			after := h.s.Stats()
 			if got := advSlotOf(h.s, i); got != slot {
 				t.Fatalf("replayed %v from the first session changed the slot from %+v to %+v", typ, slot, got)
@@ -325,8 +293,8 @@ func TestAdvDisconnectBurstReplayAfterReset(t *testing.T) {
 	l.pump()
 	var burst [][]byte
 	for _, d := range l.captured {
-		if d.data[0] != 0 && codec.PacketType(d.data[0]&0x0f) == codec.ConnectionDisconnect {
-			burst = append(burst, d.data)
+		if d.Data[0] != 0 && codec.PacketType(d.Data[0]&0x0f) == codec.ConnectionDisconnect {
+			burst = append(burst, d.Data)
 		}
 	}
 	if len(burst) != NumDisconnectPackets {
@@ -334,7 +302,7 @@ func TestAdvDisconnectBurstReplayAfterReset(t *testing.T) {
 	}
 	before, slot := h.s.Stats(), advSlotOf(h.s, j)
 	for _, pkt := range burst {
-		h.deliver(0, l.conn.local, pkt)
+		h.deliver(0, l.local, pkt)
 	}
 	after := h.s.Stats()
 	if after.ClientDisconnects != before.ClientDisconnects || advSlotOf(h.s, j) != slot || h.s.NumConnectedClients() != 1 {
@@ -472,32 +440,6 @@ func TestAdvSpoofedResponses(t *testing.T) {
 	})
 }
 
-// advGenConn hands the server generated datagrams without copying them
-// into test memory first: gen fills buf and returns its length and source,
-// or false when done.
-type advGenConn struct {
-	local netip.AddrPort
-	gen   func(buf []byte) (int, netip.AddrPort, bool)
-	fed   int
-}
-
-func (c *advGenConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	for i := range msgs {
-		n, from, ok := c.gen(msgs[i].Buf)
-		if !ok {
-			return i, nil
-		}
-		msgs[i].N, msgs[i].Addr = n, from
-		c.fed++
-	}
-	return len(msgs), nil
-}
-
-func (c *advGenConn) WaitRead(time.Time) error                       { return nil }
-func (c *advGenConn) WriteBatch(msgs []batchio.Message) (int, error) { return len(msgs), nil }
-func (c *advGenConn) LocalAddr() netip.AddrPort                      { return c.local }
-func (c *advGenConn) Close() error                                   { return nil }
-
 // advRestart replaces the harness's server by a new one on the harness's
 // conns plus extra, configured like newSrvHarness does.
 func advRestart(h *srvHarness, cfg ServerConfig, extra ...batchio.Conn) *Server {
@@ -526,8 +468,8 @@ func advRestart(h *srvHarness, cfg ServerConfig, extra ...batchio.Conn) *Server 
 // stay connected and every datagram is counted as exactly one drop.
 func TestAdvEveryPrefixAndLength(t *testing.T) {
 	h := newSrvHarness(t, ServerConfig{})
-	gen := &advGenConn{local: netip.MustParseAddrPort("10.0.0.1:40001"),
-		gen: func([]byte) (int, netip.AddrPort, bool) { return 0, netip.AddrPort{}, false }}
+	// A second conn whose reads are made up in the server's own buffers.
+	gen := batchiotest.NewConn(netip.MustParseAddrPort("10.0.0.1:40001"))
 	s := advRestart(h, ServerConfig{PublicAddresses: []netip.AddrPort{srvAddr}}, gen)
 	a := h.peer("192.0.2.1:5000", 1, nil)
 	b := h.peer("192.0.2.2:5000", 2, nil)
@@ -540,9 +482,9 @@ func TestAdvEveryPrefixAndLength(t *testing.T) {
 	slotA, slotB := advSlotOf(s, ia), advSlotOf(s, ib)
 
 	before := s.Stats()
-	outBefore := len(h.conns[0].out)
+	outBefore := h.conns[0].Stats().Written
 	prefix, length := 0, 0
-	gen.gen = func(buf []byte) (int, netip.AddrPort, bool) {
+	gen.Generate = func(buf []byte) (int, netip.AddrPort, bool) {
 		if prefix > 255 {
 			return 0, netip.AddrPort{}, false
 		}
@@ -567,8 +509,8 @@ func TestAdvEveryPrefixAndLength(t *testing.T) {
 		s.Update(h.now)
 	}
 	const fed = 256 * (codec.MaxPacketBytes + 1)
-	if gen.fed != fed {
-		t.Fatalf("fed %d datagrams, want %d", gen.fed, fed)
+	if got := gen.Stats().Read; got != fed {
+		t.Fatalf("fed %d datagrams, want %d", got, fed)
 	}
 	after := s.Stats()
 	if d := after.PacketsIn - before.PacketsIn; d != fed {
@@ -581,8 +523,8 @@ func TestAdvEveryPrefixAndLength(t *testing.T) {
 		after.Connects != before.Connects || after.ClientDisconnects != before.ClientDisconnects {
 		t.Fatalf("garbage was accepted: before %+v after %+v", before, after)
 	}
-	if len(h.conns[0].out) != outBefore {
-		t.Fatalf("server sent %d datagrams in reply to garbage", len(h.conns[0].out)-outBefore)
+	if sent := h.conns[0].Stats().Written - outBefore + gen.Stats().Written; sent != 0 {
+		t.Fatalf("server sent %d datagrams in reply to garbage", sent)
 	}
 	if advSlotOf(s, ia) != slotA || advSlotOf(s, ib) != slotB || s.NumConnectedClients() != 2 {
 		t.Fatalf("slots changed: %+v %+v", advSlotOf(s, ia), advSlotOf(s, ib))

@@ -19,27 +19,26 @@ import (
 func advAmpStep(t *testing.T, h *srvHarness, from netip.AddrPort, pkt []byte) [][]byte {
 	t.Helper()
 	h.deliver(0, from, pkt)
-	out := h.conns[0].out
-	h.conns[0].out = nil
+	out := h.conns[0].Sent()
 	var got [][]byte
 	if len(out) > 1 {
 		t.Fatalf("one %d-byte datagram from %v caused %d replies", len(pkt), from, len(out))
 	}
 	for _, d := range out {
-		if d.addr != from {
-			t.Fatalf("a datagram from %v caused a reply to %v", from, d.addr)
+		if d.Addr != from {
+			t.Fatalf("a datagram from %v caused a reply to %v", from, d.Addr)
 		}
-		if len(d.data) >= len(pkt) {
-			t.Fatalf("%d-byte reply to a %d-byte datagram", len(d.data), len(pkt))
+		if len(d.Data) >= len(pkt) {
+			t.Fatalf("%d-byte reply to a %d-byte datagram", len(d.Data), len(pkt))
 		}
-		typ := codec.PacketType(d.data[0] & 0x0f)
+		typ := codec.PacketType(d.Data[0] & 0x0f)
 		if typ != codec.ConnectionChallenge && typ != codec.ConnectionDenied {
 			t.Fatalf("%v sent to an address that has not completed the handshake", typ)
 		}
-		if srvSequence(d.data) < 1<<63 {
-			t.Fatalf("%v sent with sequence %d; want the global sequence", typ, srvSequence(d.data))
+		if srvSequence(d.Data) < 1<<63 {
+			t.Fatalf("%v sent with sequence %d; want the global sequence", typ, srvSequence(d.Data))
 		}
-		got = append(got, d.data)
+		got = append(got, d.Data)
 	}
 	return got
 }
@@ -71,7 +70,7 @@ func TestAmplificationRepliesSmallerAndAtMostOnce(t *testing.T) {
 		}},
 		{"full at request", 1, func(t *testing.T, h *srvHarness, step func(netip.AddrPort, []byte) [][]byte) (uint64, uint64) {
 			h.peer("192.0.2.1:5000", 1, nil).connect()
-			h.conns[0].out = nil
+			h.conns[0].Sent()
 			p := h.peer("192.0.2.2:5000", 2, nil)
 			req := p.request()
 			for range repeats {

@@ -7,101 +7,31 @@ import (
 
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/ring"
 )
 
-// This file has the client tests' scripted world: a fake batchio.Conn with
-// fixed rings (so allocation tests measure only the client) and a fake
-// server built from the codec writers and aead keys, independent of the real
+// This file has the client tests' scripted world: a batchiotest.Conn for
+// the client and a fake server built from the codec writers and aead keys, independent of the real
 // server.
 
-type ctDatagram struct {
-	buf  [codec.MaxPacketBytes]byte
-	n    int
-	addr netip.AddrPort // source (inbound) or destination (outbound)
+// newCTConn is the client's conn: the fake servers push their answers
+// into it and deliver takes what the client sent.
+func newCTConn(local string) *batchiotest.Conn {
+	return batchiotest.NewConn(netip.MustParseAddrPort(local))
 }
 
-// ctRing is a fixed FIFO of datagrams; a push into a full ring fails.
-type ctRing struct {
-	items      []ctDatagram
-	head, tail int
-}
-
-func newCTRing(n int) ctRing { return ctRing{items: make([]ctDatagram, n)} }
-
-func (r *ctRing) push(b []byte, addr netip.AddrPort) bool {
-	if r.tail-r.head == len(r.items) {
-		return false
-	}
-	d := &r.items[r.tail%len(r.items)]
-	d.n = copy(d.buf[:], b)
-	d.addr = addr
-	r.tail++
-	return true
-}
-
-func (r *ctRing) pop() (*ctDatagram, bool) {
-	if r.head == r.tail {
-		return nil, false
-	}
-	d := &r.items[r.head%len(r.items)]
-	r.head++
-	return d, true
-}
-
-func (r *ctRing) len() int { return r.tail - r.head }
-func (r *ctRing) reset()   { r.head, r.tail = 0, 0 }
-
-// ctConn is an in-memory batchio.Conn: the test pushes datagrams into in
-// and reads what the client sent from out.
-type ctConn struct {
-	local   netip.AddrPort
-	in, out ctRing
-	writes  int // WriteBatch calls
-	closed  bool
-}
-
-var _ batchio.Conn = (*ctConn)(nil)
-
-func newCTConn(local string) *ctConn {
-	return &ctConn{local: netip.MustParseAddrPort(local), in: newCTRing(1024), out: newCTRing(1024)}
-}
-
-func (c *ctConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	if c.closed {
-		return 0, batchio.ErrClosed
-	}
-	n := 0
-	for n < len(msgs) {
-		d, ok := c.in.pop()
-		if !ok {
-			break
-		}
-		msgs[n].N = copy(msgs[n].Buf, d.buf[:d.n])
-		msgs[n].Addr = d.addr
-		n++
-	}
-	return n, nil
-}
-
-func (c *ctConn) WaitRead(time.Time) error { return nil }
-
-func (c *ctConn) WriteBatch(msgs []batchio.Message) (int, error) {
-	if c.closed {
-		return 0, batchio.ErrClosed
-	}
-	c.writes++
-	for i := range msgs {
-		if !c.out.push(msgs[i].Buf[:msgs[i].N], msgs[i].Addr) {
-			return i, nil
+// dropInbox discards what was pushed to c and not read yet, as a network
+// that loses it.
+func dropInbox(c *batchiotest.Conn) {
+	msgs := batchio.NewMessages(64, codec.MaxPacketBytes)
+	for {
+		if n, _ := c.ReadBatch(msgs); n == 0 {
+			return
 		}
 	}
-	return len(msgs), nil
 }
-
-func (c *ctConn) LocalAddr() netip.AddrPort { return c.local }
-func (c *ctConn) Close() error              { c.closed = true; return nil }
 
 // ctServerMode scripts how a ctServer answers.
 type ctServerMode int
@@ -119,7 +49,7 @@ const (
 type ctServer struct {
 	t          *testing.T
 	addr       netip.AddrPort
-	conn       *ctConn // the client's conn; answers are pushed into it
+	conn       *batchiotest.Conn // the client's conn; answers are pushed into it
 	mode       ctServerMode
 	protocolID uint64
 	now        *time.Time
@@ -143,7 +73,7 @@ type ctServer struct {
 	seqs         []uint64 // sequences of encrypted packets received
 
 	buf  [codec.MaxPacketBytes]byte
-	last []byte // the last ctDatagram sent, for replay tests
+	last []byte // the last datagram sent, for replay tests
 	tok  [codec.ChallengeTokenBytes]byte
 }
 
@@ -223,9 +153,7 @@ func (s *ctServer) push(n int, err error) {
 		s.t.Fatalf("server %v: write: %v", s.addr, err)
 	}
 	s.last = s.buf[:n]
-	if !s.conn.in.push(s.buf[:n], s.addr) {
-		s.t.Fatal("client inbox full")
-	}
+	s.conn.Push(s.addr, s.buf[:n])
 }
 
 func (s *ctServer) sendDenied() {
@@ -261,11 +189,9 @@ func (s *ctServer) sendDisconnect() {
 	s.seq++
 }
 
-// resend pushes the last ctDatagram again (a replay).
+// resend pushes the last datagram again (a replay).
 func (s *ctServer) resend() {
-	if !s.conn.in.push(s.last, s.addr) {
-		s.t.Fatal("client inbox full")
-	}
+	s.conn.Push(s.addr, s.last)
 }
 
 // clientHarness is a client on one fake IPv4 conn with up to three fake
@@ -273,7 +199,7 @@ func (s *ctServer) resend() {
 type clientHarness struct {
 	t          *testing.T
 	now        time.Time
-	conn       *ctConn
+	conn       *batchiotest.Conn
 	client     *Client
 	servers    []*ctServer
 	privateKey []byte
@@ -362,15 +288,11 @@ func (h *clientHarness) connect(token []byte) {
 
 // deliver hands everything the client sent to the servers.
 func (h *clientHarness) deliver() {
-	for {
-		d, ok := h.conn.out.pop()
-		if !ok {
-			return
-		}
+	for _, d := range h.conn.Sent() {
 		found := false
 		for _, s := range h.servers {
-			if s.addr == d.addr {
-				s.handle(d.buf[:d.n])
+			if s.addr == d.Addr {
+				s.handle(d.Data)
 				found = true
 			}
 		}

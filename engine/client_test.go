@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -136,7 +137,7 @@ func TestClientInvalidConnectToken(t *testing.T) {
 				t.Fatalf("state %v, want invalid connect token", h.client.State())
 			}
 			h.step(tick)
-			if h.conn.out.len() != 0 || h.servers[0].got[codec.ConnectionRequest] != 0 {
+			if h.conn.Stats().Written != 0 || h.servers[0].got[codec.ConnectionRequest] != 0 {
 				t.Fatal("client sent packets with an invalid token")
 			}
 		})
@@ -357,12 +358,12 @@ func TestClientServerDisconnect(t *testing.T) {
 		t.Fatal("connection data kept after the server disconnected")
 	}
 	// Nothing more is sent or accepted.
-	h.conn.out.reset()
+	written := h.conn.Stats().Written
 	s.sendPayload([]byte("late"))
 	for range 20 {
 		h.step(tick)
 	}
-	if h.conn.out.len() != 0 {
+	if h.conn.Stats().Written != written {
 		t.Fatal("client sent packets after the server disconnected it")
 	}
 	if _, _, ok := h.client.ReceivePacket(make([]byte, 1200)); ok {
@@ -407,7 +408,7 @@ func TestClientDisconnectSendsRedundantPackets(t *testing.T) {
 		t.Fatalf("Close: %v, state %v", err, h.client.State())
 	}
 	h.deliver()
-	if s.got[codec.ConnectionDisconnect] != 2*NumDisconnectPackets || h.conn.closed {
+	if s.got[codec.ConnectionDisconnect] != 2*NumDisconnectPackets || h.conn.Closed() {
 		t.Fatalf("Close sent %d disconnect packets (want %d) or closed the caller's conn",
 			s.got[codec.ConnectionDisconnect]-NumDisconnectPackets, NumDisconnectPackets)
 	}
@@ -492,7 +493,7 @@ func TestClientDropsPayloadBeforeConnected(t *testing.T) {
 	}
 	// The dropped payload still advanced the replay window (errata): sent
 	// again now, it is a replay.
-	h.conn.in.push(early, s.addr)
+	h.conn.Push(s.addr, early)
 	h.step(tick)
 	if _, _, ok := h.client.ReceivePacket(make([]byte, 1200)); ok {
 		t.Fatal("the early payload was delivered when replayed after connecting")
@@ -518,7 +519,7 @@ func TestClientDropsReplayedPackets(t *testing.T) {
 	}
 	s.sendDisconnect()
 	disconnect := append([]byte(nil), s.last...)
-	h.conn.in.reset() // the disconnect is held back for later
+	dropInbox(h.conn) // the disconnect is held back for later
 	// A newer payload, replayed twice, is dropped twice.
 	s.sendPayload([]byte("x"))
 	s.resend()
@@ -529,7 +530,7 @@ func TestClientDropsReplayedPackets(t *testing.T) {
 	}
 	// The held-back disconnect is older than the payload but was never
 	// received: the window accepts it.
-	h.conn.in.push(disconnect, s.addr)
+	h.conn.Push(s.addr, disconnect)
 	h.step(tick)
 	if h.client.State() != Disconnected {
 		t.Fatalf("state %v: a fresh disconnect inside the window must be accepted", h.client.State())
@@ -544,7 +545,7 @@ func TestClientIgnoresOtherAddresses(t *testing.T) {
 	// Server 2 (which has the same session keys) answers while the client
 	// talks to server 1: its challenge is ignored.
 	s2.recvKey, s2.sendKey, s2.priv = s1.recvKey, s1.sendKey, s1.priv
-	h.conn.in.reset() // hold back server 1's challenge
+	dropInbox(h.conn) // hold back server 1's challenge
 	s2.sendChallenge()
 	s2.sendDenied()
 	h.step(tick)
@@ -718,7 +719,7 @@ func TestClientConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		cfg   ClientConfig
-		conns []*ctConn
+		conns []*batchiotest.Conn
 		ok    bool
 	}{
 		{"zero config", ClientConfig{}, nil, true},
@@ -727,7 +728,7 @@ func TestClientConfigValidation(t *testing.T) {
 		{"queue not a power of two", ClientConfig{ReceiveQueueSize: 3}, nil, false},
 		{"negative queue", ClientConfig{ReceiveQueueSize: -1}, nil, false},
 		{"queue too large", ClientConfig{ReceiveQueueSize: 1 << 17}, nil, false},
-		{"nil conn", ClientConfig{}, []*ctConn{conn, nil}, false},
+		{"nil conn", ClientConfig{}, []*batchiotest.Conn{conn, nil}, false},
 	} {
 		var conns []batchio.Conn
 		for _, c := range tc.conns {
@@ -804,9 +805,9 @@ func TestClientPicksConnByAddressFamily(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Update(h.now)
-	d, ok := v6.out.pop()
-	if !ok || d.addr != v6Server || v4.out.len() != 0 {
-		t.Fatalf("request not sent to %v on the IPv6 conn (v6 sent %v, v4 sent %d)", v6Server, ok, v4.out.len())
+	sent6, sent4 := v6.Sent(), v4.Sent()
+	if len(sent6) == 0 || sent6[0].Addr != v6Server || len(sent4) != 0 {
+		t.Fatalf("request not sent to %v on the IPv6 conn (v6 sent %v, v4 sent %d)", v6Server, sent6, len(sent4))
 	}
 }
 
@@ -841,7 +842,8 @@ func TestClientReceiveQueueFull(t *testing.T) {
 func connectedForAllocs(t *testing.T) (*clientHarness, *ctServer) {
 	h := newClientHarness(t, ClientConfig{}, ctAccept)
 	h.connected(h.token(-1, 60))
-	h.conn.out.reset()
+	h.conn.Sent()
+	h.conn.Discard = true // what the client sends is counted, not kept
 	return h, h.servers[0]
 }
 
@@ -879,7 +881,6 @@ func TestClientSendPacketAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.client.Flush()
-		h.conn.out.reset()
 	}); n != 0 {
 		t.Fatalf("%v allocations per SendPacket and flush", n)
 	}
@@ -890,16 +891,15 @@ func TestClientSendPacketAllocs(t *testing.T) {
 
 func TestClientKeepAliveTickAllocs(t *testing.T) {
 	h, s := connectedForAllocs(t)
-	before := h.conn.writes
+	before := h.conn.Stats().WriteCalls
 	if n := testing.AllocsPerRun(1000, func() {
 		h.now = h.now.Add(PacketSendInterval)
 		h.client.Update(h.now)
-		h.conn.out.reset()
 	}); n != 0 {
 		t.Fatalf("%v allocations per keep-alive tick", n)
 	}
-	if h.conn.writes-before < 1000 {
-		t.Fatalf("%d writes, want a keep-alive per tick", h.conn.writes-before)
+	if w := h.conn.Stats().WriteCalls - before; w < 1000 {
+		t.Fatalf("%d writes, want a keep-alive per tick", w)
 	}
 	_ = s
 }

@@ -5,27 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
-// floodConn is a socket under a flood that never drains: every read after
-// the real datagrams returns a full batch of connection requests with
-// valid headers and tokens that do not decrypt.
-type floodConn struct {
-	*srvConn
-	junk  []byte
-	reads int
-}
-
-func (c *floodConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	n, err := c.srvConn.ReadBatch(msgs)
-	for ; n < len(msgs); n++ {
-		msgs[n].N = copy(msgs[n].Buf, c.junk)
-		msgs[n].Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(n)}), 9999)
+// flood makes conn a socket under a flood that never drains: once the
+// real datagrams are read, every read fills its batch with junk from
+// addresses in 198.51.100.0/24.
+func flood(conn *batchiotest.Conn, junk []byte) {
+	k := 0
+	conn.Generate = func(buf []byte) (int, netip.AddrPort, bool) {
+		k++
+		return copy(buf, junk), netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(k)}), 9999), true
 	}
-	c.reads++
-	return n, err
 }
 
 // TestFloodDoesNotStarveTimers: while a flood of bad requests never lets
@@ -41,14 +33,13 @@ func TestFloodDoesNotStarveTimers(t *testing.T) {
 
 	bad := h.peer("198.51.100.1:1", 5, nil).request()
 	bad[len(bad)-1] ^= 1 // the token's tag: fails only at the XChaCha20 open
-	flood := &floodConn{srvConn: h.conns[0], junk: bad}
-	h.s.shard0().conn = flood
+	flood(h.conns[0], bad)
 
 	keepAlives, payloads := 0, 0
 	for step := range 100 { // one second of fake time, 10 ms apart
-		reads := flood.reads
+		reads := h.conns[0].Stats().ReadCalls
 		h.step(10 * time.Millisecond)
-		if got := flood.reads - reads; got > recvBatchesManual {
+		if got := h.conns[0].Stats().ReadCalls - reads; got > recvBatchesManual {
 			t.Fatalf("Update read %d batches from a flooding socket, bound %d", got, recvBatchesManual)
 		}
 		if step == 50 {

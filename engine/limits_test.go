@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -101,7 +102,7 @@ func TestLimitEventQueueFull(t *testing.T) {
 	a := h.peer(advAddr(0), 1, nil)
 	i := a.connect()
 	raw := func(s string) { // delivered without polling
-		h.conns[0].push(a.addr, a.payload([]byte(s)))
+		h.conns[0].Push(a.addr, a.payload([]byte(s)))
 		if err := h.s.Update(h.now); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestLimitEventQueueAdmission(t *testing.T) {
 	for sh.canAdmit() {
 		sh.pushEvent(EventPayload, 0, 0)
 	}
-	a.h.conns[0].push(a.addr, a.response())
+	a.h.conns[0].Push(a.addr, a.response())
 	if err := h.s.Update(h.now); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestLimitConfigOutOfRange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1, Manual: true}
 			c.edit(&cfg)
-			s, err := NewServer(cfg, &srvConn{local: srvAddr})
+			s, err := NewServer(cfg, batchiotest.NewConn(srvAddr))
 			if len(c.want) == 0 {
 				if err != nil || s == nil {
 					t.Fatalf("config at the edge of its range refused: %v", err)

@@ -85,7 +85,7 @@ func TestServerLoopbackClient(t *testing.T) {
 		t.Fatalf("after DisconnectLoopbackClient: connected %v, events %v", h.s.slotConnected(idx), h.disconnects)
 	}
 	h.s.Flush()
-	if n := len(h.conns[0].out); n != 0 {
+	if n := len(h.conns[0].Sent()); n != 0 {
 		t.Fatalf("server sent %d datagrams for a loopback client", n)
 	}
 	// The slot is free for network clients again: all four slots fill.

@@ -55,13 +55,12 @@ func TestTokenDecryptBudget(t *testing.T) {
 
 	bad := h.peer("198.51.100.1:1", 5, nil).request()
 	bad[len(bad)-1] ^= 1
-	flood := &floodConn{srvConn: h.conns[0], junk: bad}
-	h.s.shard0().conn = flood
+	flood(h.conns[0], bad)
 	for range 100 { // a second of flood
 		h.step(10 * time.Millisecond)
 		p.send(p.keepAlive())
 	}
-	h.s.shard0().conn = flood.srvConn
+	h.conns[0].Generate = nil
 	decrypted, rationed := h.codecDrops(codec.ReasonTokenDecrypt), h.drops(ServerDropRequestRate)
 	if limit := uint64(rate + rate/8 + rate/100); decrypted > limit || decrypted < rate/2 {
 		t.Fatalf("%d tokens decrypted in a flooded second; want about %d, at most %d", decrypted, rate, limit)

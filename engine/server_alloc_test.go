@@ -22,7 +22,7 @@ func srvConnected(t *testing.T, n int) (*srvHarness, []*srvPeer) {
 		p.send(p.keepAlive()) // confirm
 		peers = append(peers, p)
 	}
-	h.conns[0].discard = true
+	h.conns[0].Discard = true
 	return h, peers
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -13,25 +14,23 @@ import (
 func TestServerWithClient(t *testing.T) {
 	h := newSrvHarness(t, ServerConfig{})
 	clientAddr := netip.MustParseAddrPort("192.0.2.50:6000")
-	cconn := &srvConn{local: clientAddr}
+	cconn := batchiotest.NewConn(clientAddr)
 	c, err := NewClient(ClientConfig{}, cconn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	pump := func() {
-		for _, d := range h.conns[0].out {
-			if d.addr == clientAddr {
-				cconn.push(srvAddr, d.data)
+		for _, d := range h.conns[0].Sent() {
+			if d.Addr == clientAddr {
+				cconn.Push(srvAddr, d.Data)
 			}
 		}
-		h.conns[0].out = h.conns[0].out[:0]
-		for _, d := range cconn.out {
-			if d.addr == srvAddr {
-				h.conns[0].push(clientAddr, d.data)
+		for _, d := range cconn.Sent() {
+			if d.Addr == srvAddr {
+				h.conns[0].Push(clientAddr, d.Data)
 			}
 		}
-		cconn.out = cconn.out[:0]
 	}
 	tick := func() {
 		h.now = h.now.Add(10 * time.Millisecond)

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
 func TestServerConfigValidation(t *testing.T) {
-	bound := &srvConn{local: srvAddr}
-	wildcard := &srvConn{local: netip.MustParseAddrPort("0.0.0.0:40000")}
-	anyPort := &srvConn{local: netip.MustParseAddrPort("10.0.0.1:0")}
+	bound := batchiotest.NewConn(srvAddr)
+	wildcard := batchiotest.NewConn(netip.MustParseAddrPort("0.0.0.0:40000"))
+	anyPort := batchiotest.NewConn(netip.MustParseAddrPort("10.0.0.1:0"))
 	ok := func() ServerConfig { return ServerConfig{PrivateKey: testPrivateKey, ProtocolID: 1, Manual: true} }
 	for _, c := range []struct {
 		name  string
@@ -81,7 +82,7 @@ func TestServerConfigValidation(t *testing.T) {
 }
 
 func TestServerConfigDefaults(t *testing.T) {
-	s, err := NewServer(ServerConfig{PrivateKey: testPrivateKey}, &srvConn{local: srvAddr})
+	s, err := NewServer(ServerConfig{PrivateKey: testPrivateKey}, batchiotest.NewConn(srvAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestServerCountsDropsByReason(t *testing.T) {
 func TestServerCountsSendFailures(t *testing.T) {
 	h := newSrvHarness(t, ServerConfig{})
 	a := h.peer("192.0.2.1:5000", 1, nil)
-	h.conns[0].refuse = true
+	h.conns[0].Refuse = true
 	a.send(a.request())
 	if st := h.s.Stats(); st.SendFailures != 1 || st.PacketsOut != 0 {
 		t.Fatalf("SendFailures %d PacketsOut %d; want 1, 0", st.SendFailures, st.PacketsOut)
@@ -197,7 +198,7 @@ func TestServerKeepAliveInterval(t *testing.T) {
 		t.Fatalf("%d keep-alives in an idle second at 4 Hz, want 4", n)
 	}
 	for _, d := range []time.Duration{-time.Second, time.Microsecond, 11 * time.Second} {
-		_, err := NewServer(ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, KeepAliveInterval: d}, &srvConn{local: srvAddr})
+		_, err := NewServer(ServerConfig{ProtocolID: 1, PrivateKey: testPrivateKey, KeepAliveInterval: d}, batchiotest.NewConn(srvAddr))
 		if err == nil || !strings.Contains(err.Error(), "KeepAliveInterval") || !strings.Contains(err.Error(), "1ms to 10s") {
 			t.Errorf("KeepAliveInterval %v: %v", d, err)
 		}

@@ -8,10 +8,11 @@ import (
 
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
-// Test harness for the server: an in-memory conn, a fake clock and a test
+// Test harness for the server: batchiotest conns, a fake clock and a test
 // client ("peer") that builds packets with the codec writers and aead keys.
 
 const srvProtocol = 0x1122334455667788
@@ -22,58 +23,6 @@ var (
 	srvEpoch = time.Unix(1_700_000_000, 0)
 )
 
-type srvDatagram struct {
-	data []byte
-	addr netip.AddrPort
-}
-
-// srvConn is a batchio.Conn in memory. Tests push datagrams with push; what
-// the server writes is copied into out unless discard is set (allocation
-// tests).
-type srvConn struct {
-	local   netip.AddrPort
-	in      []srvDatagram
-	out     []srvDatagram
-	discard bool
-	refuse  bool // WriteBatch accepts nothing
-	closed  bool
-}
-
-var _ batchio.Conn = (*srvConn)(nil)
-
-func (c *srvConn) push(from netip.AddrPort, pkt []byte) {
-	c.in = append(c.in, srvDatagram{append([]byte(nil), pkt...), from})
-}
-
-func (c *srvConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	n := 0
-	for n < len(msgs) && len(c.in) > 0 {
-		d := c.in[0]
-		c.in = c.in[1:]
-		msgs[n].N = copy(msgs[n].Buf, d.data)
-		msgs[n].Addr = d.addr
-		n++
-	}
-	return n, nil
-}
-
-func (c *srvConn) WaitRead(time.Time) error { return nil }
-
-func (c *srvConn) WriteBatch(msgs []batchio.Message) (int, error) {
-	if c.refuse {
-		return 0, nil
-	}
-	if !c.discard {
-		for _, m := range msgs {
-			c.out = append(c.out, srvDatagram{append([]byte(nil), m.Buf[:m.N]...), m.Addr})
-		}
-	}
-	return len(msgs), nil
-}
-
-func (c *srvConn) LocalAddr() netip.AddrPort { return c.local }
-func (c *srvConn) Close() error              { c.closed = true; return nil }
-
 type srvDisconnect struct {
 	index  int
 	reason DisconnectReason
@@ -82,7 +31,7 @@ type srvDisconnect struct {
 type srvHarness struct {
 	t           *testing.T
 	s           *Server
-	conns       []*srvConn
+	conns       []*batchiotest.Conn
 	now         time.Time
 	connects    []int
 	disconnects []srvDisconnect
@@ -119,7 +68,7 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 	}
 	conns := make([]batchio.Conn, len(locals))
 	for i, a := range locals {
-		c := &srvConn{local: a}
+		c := batchiotest.NewConn(a)
 		h.conns = append(h.conns, c)
 		conns[i] = c
 	}
@@ -184,23 +133,13 @@ func (h *srvHarness) receive(i int) ([]byte, bool) {
 // deliver queues pkt from from on conn sock and runs update at the
 // current time.
 func (h *srvHarness) deliver(sock int, from netip.AddrPort, pkt []byte) {
-	h.conns[sock].push(from, pkt)
+	h.conns[sock].Push(from, pkt)
 	h.update()
 }
 
 // sent returns and forgets what the server wrote on conn sock to addr.
 func (h *srvHarness) sent(sock int, to netip.AddrPort) [][]byte {
-	var got [][]byte
-	keep := h.conns[sock].out[:0]
-	for _, d := range h.conns[sock].out {
-		if d.addr == to {
-			got = append(got, d.data)
-		} else {
-			keep = append(keep, d)
-		}
-	}
-	h.conns[sock].out = keep
-	return got
+	return h.conns[sock].Take(to)
 }
 
 func (h *srvHarness) drops(r ServerDropReason) uint64 {

@@ -246,8 +246,8 @@ func TestServerIPv4AndIPv6(t *testing.T) {
 	srvExpectTypes(t, "v4", v4.received(), codec.ConnectionKeepAlive, codec.ConnectionPayload)
 	srvExpectTypes(t, "v6", v6.received(), codec.ConnectionKeepAlive, codec.ConnectionPayload)
 	for sock, c := range h.conns {
-		if len(c.out) != 0 {
-			t.Fatalf("conn %d sent %d datagrams to the wrong family: %v", sock, len(c.out), c.out[0].addr)
+		if out := c.Sent(); len(out) != 0 {
+			t.Fatalf("conn %d sent %d datagrams to the wrong family: %v", sock, len(out), out[0].Addr)
 		}
 	}
 	if h.s.slotAddr(i6) != v6.addr {

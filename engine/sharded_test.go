@@ -534,10 +534,11 @@ func TestShardedConsumeOnce(t *testing.T) {
 	p.challenged() // pending for p's address, a mapping on the first shard
 	sh1.processPacket(p.request(), p.addr, h.now)
 	sh1.flush()
-	if sh1.maps.part.n != 1 || len(h.conns[1].out) != 1 {
+	out := h.conns[1].Sent()
+	if sh1.maps.part.n != 1 || len(out) != 1 {
 		t.Fatal("the second shard has no handshake for the retried request")
 	}
-	chal2 := h.conns[1].out[0].data
+	chal2 := out[0].Data
 	srvExpectTypes(t, "first shard", p.send(p.response()), codec.ConnectionKeepAlive)
 	p.send(p.disconnect())
 	if h.s.adm.connected() != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/batchiotest"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -61,12 +62,11 @@ func TestNextShedShift(t *testing.T) {
 }
 
 // shedConn is a socket under a flood of connection requests that models
-// the kernel's side of shedding: of the datagrams offered it queues one in
-// every 1/keep (deterministically), and ReadBatch returns real datagrams
-// first, then the queued flood.
+// the kernel's side of shedding (batchio.Shedder), which a plain fake does
+// not: of the datagrams offered it queues one in every 1/keep
+// (deterministically), read after the real datagrams.
 type shedConn struct {
-	*srvConn
-	junk    []byte
+	*batchiotest.Conn
 	keep    float64 // 1: no filter
 	credit  float64
 	queued  int
@@ -98,24 +98,22 @@ func (c *shedConn) offer(n int) {
 	c.credit -= float64(int(c.credit))
 }
 
-func (c *shedConn) ReadBatch(msgs []batchio.Message) (int, error) {
-	n, err := c.srvConn.ReadBatch(msgs)
-	for ; n < len(msgs) && c.queued > 0; n++ {
-		msgs[n].N = copy(msgs[n].Buf, c.junk)
-		msgs[n].Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(n)}), 9999)
-		c.queued--
-		c.reads++
-	}
-	return n, err
-}
-
 // newShedHarness is a server with one connected client whose conn is a
 // shedConn flooded with junk.
 func newShedHarness(t *testing.T, cfg ServerConfig, junk func(h *srvHarness) []byte) (*srvHarness, *shedConn, *srvPeer, int) {
 	h := newSrvHarness(t, cfg)
 	p := h.peer("192.0.2.8:1000", 4, nil)
 	i := p.connect()
-	fc := &shedConn{srvConn: h.conns[0], junk: junk(h), keep: 1}
+	fc := &shedConn{Conn: h.conns[0], keep: 1}
+	bad := junk(h)
+	fc.Generate = func(buf []byte) (int, netip.AddrPort, bool) {
+		if fc.queued == 0 {
+			return 0, netip.AddrPort{}, false
+		}
+		fc.queued--
+		fc.reads++
+		return copy(buf, bad), netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(fc.reads)}), 9999), true
+	}
 	sh := h.s.shard0()
 	sh.conn = fc
 	sh.initShedding()
