@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/netcode-go/netcode/engine/backend"
 )
 
 // options are the flags.
@@ -100,6 +102,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.sc.Warmup, "warmup", 5*time.Second, "play before the kill")
 	fs.DurationVar(&o.sc.Pause, "pause", 2*time.Second, "play between the kill's recovery and the drain")
 	fs.DurationVar(&o.sc.Settle, "settle", 3*time.Second, "play after the drain's recovery")
+	fs.Float64Var(&o.sc.Churn, "churn", 10, "players a second that leave and rejoin with a fresh token, from all connected until the drain's recovery (0: none)")
 	fs.DurationVar(&o.sc.Recover, "recover", 20*time.Second, "bound on connecting everyone and on each recovery")
 	fs.DurationVar(&o.deadline, "deadline", 3*time.Minute, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
@@ -136,5 +139,9 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-deadline %v: allowed 10s to 1h", o.deadline)
 	}
 	o.sc.Grace = o.grace
+	// netcode-token serve's health directory reuses a round of probes for
+	// 1 s (backend.DefaultHealthCacheFor); a lost server's probe fails at
+	// once (refused, or 503 while draining).
+	o.sc.Cache = backend.DefaultHealthCacheFor + 500*time.Millisecond
 	return o, o.sc.check()
 }

@@ -42,6 +42,8 @@ type player struct {
 	period time.Duration
 	conn   batchio.Conn
 	client *engine.Client
+	// rejoin asks the player to leave and join again with a fresh token.
+	rejoin chan struct{}
 }
 
 func newPlayer(index int, id identity, url string, hc *http.Client, rec *recorder, rate float64) (*player, error) {
@@ -55,7 +57,7 @@ func newPlayer(index int, id identity, url string, hc *http.Client, rec *recorde
 		return nil, err
 	}
 	return &player{index: index, id: id, url: url, http: hc, rec: rec,
-		period: time.Duration(float64(time.Second) / rate), conn: conn, client: c}, nil
+		period: time.Duration(float64(time.Second) / rate), conn: conn, client: c, rejoin: make(chan struct{}, 1)}, nil
 }
 
 // run plays until ctx is done, then leaves with disconnect packets and
@@ -164,14 +166,24 @@ func (p *player) play(ctx context.Context, first netip.AddrPort) {
 		server    = c.ServerAddress()
 	)
 	binary.LittleEndian.PutUint64(payload[:], p.id.id)
+	select {
+	case <-p.rejoin: // asked during the last session, which ended first
+	default:
+	}
 	p.rec.attempt(p.index, server)
 	defer func() { p.rec.traffic(p.index, sent, received, lastEcho) }()
 	for {
 		now := time.Now()
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			c.Disconnect(now)
 			p.rec.left(p.index)
 			return
+		case <-p.rejoin:
+			c.Disconnect(now)
+			p.rec.left(p.index)
+			return
+		default:
 		}
 		c.Update(now)
 		st := c.State()

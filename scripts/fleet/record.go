@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sync"
@@ -25,6 +26,7 @@ type recorder struct {
 	wrongID   int // tokens for another client id than the caller's
 	connects  int
 	fallbacks int // connects to a server other than the token's first
+	rejoins   int
 }
 
 // playerLog is one player's history.
@@ -39,6 +41,9 @@ type playerLog struct {
 	sent      uint64
 	received  uint64
 	lastEcho  time.Time
+	// rejoining is set when the player is asked to leave and join again,
+	// and cleared at its next connect.
+	rejoining bool
 }
 
 type tokenRec struct {
@@ -95,7 +100,7 @@ func (r *recorder) connect(i int, server, first netip.AddrPort) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := &r.players[i]
-	p.at, p.connected = server, true
+	p.at, p.connected, p.rejoining = server, true, false
 	p.connects = append(p.connects, connectRec{time.Now(), server})
 	r.connects++
 	if server != first {
@@ -189,16 +194,24 @@ type outcome struct {
 	clean           int // sessions ended by the server's disconnect packets
 	timedOut        int // sessions that timed out
 	otherEnd        int // denied, or no loss seen (a handshake that fell back)
-	// stale counts the tokens a player got after the loss, before it was
-	// back, that still listed the lost server.
+	// stale counts the tokens issued more than the directory's cache
+	// time after the event, to any player, that still listed the server.
 	stale int
 }
 
-// outcome reads the players' histories for ev.
-func (r *recorder) outcome(ev *event) outcome {
+// outcome reads the players' histories for ev. A token issued within
+// cache of the event may still list its server.
+func (r *recorder) outcome(ev *event, cache time.Duration) outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var o outcome
+	for i := range r.players {
+		for _, t := range r.players[i].tokens {
+			if t.at.After(ev.at.Add(cache)) && slices.Contains(t.servers, ev.server) {
+				o.stale++
+			}
+		}
+	}
 	for _, i := range ev.affected {
 		p := &r.players[i]
 		k := slices.IndexFunc(p.connects, func(c connectRec) bool { return c.at.After(ev.at) && c.server != ev.server })
@@ -222,11 +235,6 @@ func (r *recorder) outcome(ev *event) outcome {
 			o.timedOut++
 		default:
 			o.otherEnd++
-		}
-		for _, t := range p.tokens {
-			if t.at.After(loss.at) && !t.at.After(back) && slices.Contains(t.servers, ev.server) {
-				o.stale++
-			}
 		}
 	}
 	return o
@@ -255,6 +263,38 @@ func (r *recorder) playing(since time.Time) int {
 	for i := range r.players {
 		p := &r.players[i]
 		if p.connected && p.lastEcho.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
+// pickRejoin marks a random player connected to one of servers, not
+// already rejoining, to rejoin, and returns it (-1: none).
+func (r *recorder) pickRejoin(servers []netip.AddrPort) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.players)
+	for k, off := 0, rand.N(n); k < n; k++ {
+		i := (off + k) % n
+		p := &r.players[i]
+		if p.connected && !p.rejoining && slices.Contains(servers, p.at) {
+			p.rejoining = true
+			r.rejoins++
+			return i
+		}
+	}
+	return -1
+}
+
+// rejoinsPending counts the players asked to rejoin that have not
+// connected again.
+func (r *recorder) rejoinsPending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i := range r.players {
+		if r.players[i].rejoining {
 			n++
 		}
 	}

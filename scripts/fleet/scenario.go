@@ -79,6 +79,14 @@ type scenario struct {
 	Settle  time.Duration // play after the drain's recovery
 	Recover time.Duration // bound on connecting everyone, and on each recovery
 	Grace   time.Duration // the servers' drain grace, for the timeline
+	// Churn is how many players a second leave and join again with a
+	// fresh token, from all connected until the drain's recovery, so that
+	// tokens are asked for while servers die and drain.
+	Churn float64
+	// Cache is how long after a server is lost the directory may still
+	// offer it (its cache time, and a margin for the probe); tokens issued
+	// later must not list it.
+	Cache time.Duration
 }
 
 // check says what is wrong with s.
@@ -90,6 +98,10 @@ func (s scenario) check() error {
 		return errors.New("ramp, warmup and pause must not be negative, and settle must be at least 1s (players must be seen playing)")
 	case s.Recover < time.Second:
 		return fmt.Errorf("recover %v: want at least 1s", s.Recover)
+	case !(s.Churn >= 0 && s.Churn <= 1000):
+		return fmt.Errorf("churn %v: allowed 0 to 1000 rejoins per second", s.Churn)
+	case s.Cache <= 0:
+		return fmt.Errorf("cache %v: want the directory's cache time plus a margin, above 0", s.Cache)
 	}
 	return nil
 }
@@ -106,6 +118,7 @@ type report struct {
 	playing      int // players seen playing at the end
 	connects     int
 	fallbacks    int
+	rejoins      int
 	issued       int
 	refused      map[int]int
 	failed       int
@@ -196,12 +209,29 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 	}
 	_, r.connected = rec.census(addrs)
 	tl.log("all %d players connected (%.1f s): %s", len(players), time.Since(joined).Seconds(), census())
+	ch := &churn{servers: addrs}
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	churnDone := make(chan struct{})
+	go func() {
+		defer close(churnDone)
+		ch.run(churnCtx, sc.Churn, rec, players)
+	}()
+	defer func() {
+		stopChurn()
+		<-churnDone
+	}()
+	if sc.Churn > 0 {
+		tl.log("players leave and rejoin with a fresh token, %g a second", sc.Churn)
+	}
 	sleep(ctx, sc.Warmup)
 
 	alive := slices.Clone(f.servers)
+	ch.hold(ctx, rec, sc.Recover)
 	r.kill = pickBusiest("kill", alive, rec)
 	tl.log("kill %s (SIGKILL): %d players on it; %s", r.kill.name, len(r.kill.affected), census())
-	if err := serverOf(alive, r.kill).Kill(); err != nil {
+	err := serverOf(alive, r.kill).Kill()
+	ch.release(r.kill.server)
+	if err != nil {
 		return r, fmt.Errorf("kill %s: %w", r.kill.name, err)
 	}
 	alive = slices.DeleteFunc(alive, func(s server) bool { return s.Addr() == r.kill.server })
@@ -211,10 +241,13 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 	tl.log("kill: %d players of %s back elsewhere; %s", len(r.kill.affected), r.kill.name, census())
 	sleep(ctx, sc.Pause)
 
+	ch.hold(ctx, rec, sc.Recover)
 	r.drain = pickBusiest("drain", alive, rec)
 	drained := serverOf(alive, r.drain)
 	tl.log("drain %s (SIGTERM, grace %v): %d players on it; %s", r.drain.name, sc.Grace, len(r.drain.affected), census())
-	if err := drained.Drain(); err != nil {
+	err = drained.Drain()
+	ch.release(r.drain.server)
+	if err != nil {
 		return r, fmt.Errorf("drain %s: %w", r.drain.name, err)
 	}
 	exited := make(chan struct{})
@@ -241,6 +274,11 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 		failf("drain: %s exited with %v; want a clean exit", r.drain.name, r.drainErr)
 	}
 
+	stopChurn()
+	<-churnDone
+	if !waitFor(ctx, sc.Recover, func() bool { return rec.rejoinsPending() == 0 }) {
+		failf("%d rejoining players not back within %v", rec.rejoinsPending(), sc.Recover)
+	}
 	settled := time.Now()
 	sleep(ctx, sc.Settle)
 	r.playing = rec.playing(settled.Add(sc.Settle / 2))
@@ -251,16 +289,17 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 	if ctx.Err() != nil {
 		return r, ctx.Err()
 	}
-	r.tally(rec, f)
+	r.tally(rec, f, sc.Cache)
 	return r, nil
 }
 
 // tally reads the counts and checks the outcome.
-func (r *report) tally(rec *recorder, f *fleet) {
+func (r *report) tally(rec *recorder, f *fleet, cache time.Duration) {
 	failf := func(format string, args ...any) { r.failures = append(r.failures, fmt.Sprintf(format, args...)) }
-	r.killOutcome, r.drainOutcome = rec.outcome(r.kill), rec.outcome(r.drain)
+	r.killOutcome, r.drainOutcome = rec.outcome(r.kill, cache), rec.outcome(r.drain, cache)
 	rec.mu.Lock()
 	r.connects, r.fallbacks, r.issued, r.failed, r.wrongID = rec.connects, rec.fallbacks, rec.issued, rec.failed, rec.wrongID
+	r.rejoins = rec.rejoins
 	r.refused = rec.refused
 	for i := range rec.players {
 		r.sent += rec.players[i].sent
@@ -289,7 +328,7 @@ func (r *report) tally(rec *recorder, f *fleet) {
 			failf("%s: %d players of %s never reconnected elsewhere", ev.e.kind, ev.o.missing, ev.e.name)
 		}
 		if ev.o.stale > 0 {
-			failf("%s: %d tokens fetched after losing %s still listed it (the directory kept offering it)", ev.e.kind, ev.o.stale, ev.e.name)
+			failf("%s: %d tokens issued more than the directory's cache time after it still listed %s (the directory kept offering it)", ev.e.kind, ev.o.stale, ev.e.name)
 		}
 	}
 	if n := r.drainOutcome.timedOut + r.drainOutcome.otherEnd; n > 0 {
@@ -327,6 +366,50 @@ func serverOf(servers []server, ev *event) server {
 		}
 	}
 	panic("scripts/fleet: event for an unknown server") // pickBusiest chose from servers
+}
+
+// churn asks players to rejoin at a steady rate, only players of servers
+// still admitting. An event holds it until no rejoin is in flight, so that
+// the event's players are all in session when it strikes.
+type churn struct {
+	mu      sync.Mutex
+	servers []netip.AddrPort // whose players may be asked
+}
+
+func (c *churn) run(ctx context.Context, rate float64, rec *recorder, players []*player) {
+	if rate == 0 {
+		return
+	}
+	t := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		i := rec.pickRejoin(c.servers)
+		c.mu.Unlock()
+		if i >= 0 {
+			select {
+			case players[i].rejoin <- struct{}{}:
+			default: // cannot happen: a player is asked once until it connects again
+			}
+		}
+	}
+}
+
+// hold stops new rejoins and waits, within bound, until those asked for
+// have connected again; release resumes them without lost's players.
+func (c *churn) hold(ctx context.Context, rec *recorder, bound time.Duration) {
+	c.mu.Lock()
+	waitFor(ctx, bound, func() bool { return rec.rejoinsPending() == 0 })
+}
+
+func (c *churn) release(lost netip.AddrPort) {
+	c.servers = slices.DeleteFunc(slices.Clone(c.servers), func(a netip.AddrPort) bool { return a == lost })
+	c.mu.Unlock()
 }
 
 // waitFor polls cond every 50 ms until it holds (true), d has passed or

@@ -17,7 +17,7 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintln(w, "summary")
 	line("players", "%d: %d playing at the end, %d never came back", r.players, r.playing, r.players-r.playing)
-	line("connects", "%d (%d to a server after the token's first)", r.connects, r.fallbacks)
+	line("connects", "%d (%d to a server after the token's first); %d rejoins", r.connects, r.fallbacks, r.rejoins)
 	line("failovers", "%d: %d from the killed server, %d from the drained one",
 		len(r.killOutcome.back)+len(r.drainOutcome.back), len(r.killOutcome.back), len(r.drainOutcome.back))
 	for _, ev := range []struct {
@@ -32,7 +32,7 @@ func (r *report) print(w io.Writer) {
 			len(ev.e.affected), o.timedOut, o.clean, o.otherEnd, o.missing)
 		line("  "+ev.e.kind+" → back", "%s", percentiles(o.back))
 		line("  loss → back", "%s", percentiles(o.sinceLoss))
-		line("  stale offers", "%d tokens after the loss still listing %s", o.stale, ev.e.name)
+		line("  stale offers", "%d tokens still listing %s after the directory's cache time", o.stale, ev.e.name)
 	}
 	if r.drain != nil && r.drainExit > 0 {
 		line("drain → exit", "%.2f s (%s)", r.drainExit.Seconds(), exitText(r.drainErr))
