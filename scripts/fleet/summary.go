@@ -76,5 +76,5 @@ func percentiles(ds []time.Duration) string {
 		k := int(math.Ceil(q*float64(len(s)))) - 1
 		return s[min(max(k, 0), len(s)-1)]
 	}
-	return fmt.Sprintf("p50 %.2f s, p99 %.2f s, max %.2f s (n=%d)", at(0.50).Seconds(), at(0.99).Seconds(), s[len(s)-1].Seconds(), len(s))
+	return fmt.Sprintf("p50 %.3f s, p99 %.3f s, max %.3f s (n=%d)", at(0.50).Seconds(), at(0.99).Seconds(), s[len(s)-1].Seconds(), len(s))
 }
