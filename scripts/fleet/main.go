@@ -73,7 +73,7 @@ func mainErr(ctx context.Context, args []string) int {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
 	defer hc.CloseIdleConnections()
 	r, err := run(ctx, f, o.sc, hc, os.Stdout, start)
-	if r != nil {
+	if r != nil && (err == nil || len(r.failures) > 0) {
 		r.print(os.Stdout)
 	}
 	if err != nil {

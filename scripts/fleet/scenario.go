@@ -236,6 +236,9 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 	}
 	alive = slices.DeleteFunc(alive, func(s server) bool { return s.Addr() == r.kill.server })
 	if !waitFor(ctx, sc.Recover, func() bool { return rec.backAll(r.kill) }) {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
 		failf("kill: players of %s not back on a survivor within %v", r.kill.name, sc.Recover)
 	}
 	tl.log("kill: %d players of %s back elsewhere; %s", len(r.kill.affected), r.kill.name, census())
@@ -263,6 +266,10 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 		}
 	}()
 	if !waitFor(ctx, sc.Grace+sc.Recover, func() bool { return rec.backAll(r.drain) }) {
+		if ctx.Err() != nil {
+			<-exited
+			return r, ctx.Err()
+		}
 		failf("drain: players of %s not back on a survivor within %v", r.drain.name, sc.Grace+sc.Recover)
 	}
 	tl.log("drain: %d players of %s back elsewhere; %s", len(r.drain.affected), r.drain.name, census())
