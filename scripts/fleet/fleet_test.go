@@ -153,7 +153,11 @@ func TestFleet(t *testing.T) {
 	key := make([]byte, 32)
 	rand.Read(key)
 	grace := 2 * time.Second
-	const cache = 200 * time.Millisecond // the health directory's
+	// The health directory's cache and probe timeout: a token issued more
+	// than their sum (and a margin) after a server was lost must not list
+	// it, which leaves a second of the drain's grace in which a directory
+	// that ignored /readyz would be caught.
+	const cache, probe = 200 * time.Millisecond, 500 * time.Millisecond
 
 	f := &fleet{ids: newIdentities(players)}
 	var targets []backend.HealthTarget
@@ -166,7 +170,7 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := backend.NewHealthDirectory(backend.HealthConfig{Targets: targets, CacheFor: cache})
+	dir, err := backend.NewHealthDirectory(backend.HealthConfig{Targets: targets, CacheFor: cache, Timeout: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +193,7 @@ func TestFleet(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	sc := scenario{Rate: 10, Ramp: time.Second, Warmup: time.Second, Pause: 500 * time.Millisecond,
-		Settle: time.Second, Recover: 10 * time.Second, Grace: grace, Churn: 10, Cache: cache + 500*time.Millisecond}
+		Settle: time.Second, Recover: 10 * time.Second, Grace: grace, Churn: 10, Cache: cache + probe + 300*time.Millisecond}
 	r, err := run(ctx, f, sc, hc, &out, time.Now())
 	if r != nil {
 		r.print(&out)

@@ -140,8 +140,7 @@ func parseFlags(args []string) (*options, error) {
 	}
 	o.sc.Grace = o.grace
 	// netcode-token serve's health directory reuses a round of probes for
-	// 1 s (backend.DefaultHealthCacheFor); a lost server's probe fails at
-	// once (refused, or 503 while draining).
-	o.sc.Cache = backend.DefaultHealthCacheFor + 500*time.Millisecond
+	// 1 s, and a round takes up to its 1 s probe timeout.
+	o.sc.Cache = backend.DefaultHealthCacheFor + backend.DefaultHealthTimeout + 500*time.Millisecond
 	return o, o.sc.check()
 }

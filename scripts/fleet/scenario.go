@@ -84,8 +84,10 @@ type scenario struct {
 	// tokens are asked for while servers die and drain.
 	Churn float64
 	// Cache is how long after a server is lost the directory may still
-	// offer it (its cache time, and a margin for the probe); tokens issued
-	// later must not list it.
+	// offer it: a round of probes may start just before the loss and take
+	// up to the probe timeout, then be reused for the cache time; with a
+	// margin for the answer's way to the player. Tokens issued later must
+	// not list it.
 	Cache time.Duration
 }
 
@@ -101,7 +103,7 @@ func (s scenario) check() error {
 	case !(s.Churn >= 0 && s.Churn <= 1000):
 		return fmt.Errorf("churn %v: allowed 0 to 1000 rejoins per second", s.Churn)
 	case s.Cache <= 0:
-		return fmt.Errorf("cache %v: want the directory's cache time plus a margin, above 0", s.Cache)
+		return fmt.Errorf("cache %v: want the directory's cache time plus its probe timeout and a margin, above 0", s.Cache)
 	}
 	return nil
 }
