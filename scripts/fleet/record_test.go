@@ -104,6 +104,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-bin", "x", "-drain-grace", "1s"}, "allowed 2s to 1m"},
 		{[]string{"-bin", "x", "-rate", "0"}, "allowed above 0"},
 		{[]string{"-bin", "x", "-churn", "-1"}, "allowed 0 to 1000"},
+		{[]string{"-bin", "x", "-rate", "1", "-settle", "3s"}, "at least 4 payload periods"},
 	} {
 		if _, err := parseFlags(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v; want one saying %q", tc.args, err, tc.want)

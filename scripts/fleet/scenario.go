@@ -102,6 +102,8 @@ func (s scenario) check() error {
 		return fmt.Errorf("recover %v: want at least 1s", s.Recover)
 	case !(s.Churn >= 0 && s.Churn <= 1000):
 		return fmt.Errorf("churn %v: allowed 0 to 1000 rejoins per second", s.Churn)
+	case s.Settle < time.Duration(4*float64(time.Second)/s.Rate):
+		return fmt.Errorf("settle %v at %g payloads/s: want at least 4 payload periods, so that every player is seen playing in its second half", s.Settle, s.Rate)
 	case s.Cache <= 0:
 		return fmt.Errorf("cache %v: want the directory's cache time plus its probe timeout and a margin, above 0", s.Cache)
 	}
@@ -111,7 +113,6 @@ func (s scenario) check() error {
 // report is the run's result.
 type report struct {
 	players      int
-	connected    int // players connected at the first census
 	kill, drain  *event
 	killOutcome  outcome
 	drainOutcome outcome
@@ -209,7 +210,6 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 		tl.log("only %d of %d players connected: %s", n, len(players), census())
 		return r, ctx.Err()
 	}
-	_, r.connected = rec.census(addrs)
 	tl.log("all %d players connected (%.1f s): %s", len(players), time.Since(joined).Seconds(), census())
 	ch := &churn{servers: addrs}
 	churnCtx, stopChurn := context.WithCancel(ctx)
