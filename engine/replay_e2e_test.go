@@ -11,7 +11,8 @@ import (
 )
 
 // The replay scenarios of the token rules end to end, on the memory
-// network and a fake clock: an on-path recorder sits between a client and
+// network and over real UDP sockets on loopback, on a fake clock: an
+// on-path recorder sits between a client and
 // the server (the client dials the recorder, whose back conn is the
 // client's address as the server sees it) and replays what it captured
 // from that address, holding no key.
@@ -29,15 +30,9 @@ type replayProxy struct {
 	holdReplies bool // record the client's connection responses, forward none
 }
 
-func newReplayProxy(t *testing.T, nw *batchiotest.MemNetwork, server netip.AddrPort) *replayProxy {
+func newReplayProxy(t *testing.T, listen func(string) batchio.Conn, server netip.AddrPort) *replayProxy {
 	p := &replayProxy{t: t, server: server, msgs: batchio.NewMessages(64, codec.MaxPacketBytes)}
-	var err error
-	if p.front, err = nw.Listen(netip.MustParseAddrPort("10.2.0.1:6000")); err != nil {
-		t.Fatal(err)
-	}
-	if p.back, err = nw.Listen(netip.MustParseAddrPort("10.2.0.2:6000")); err != nil {
-		t.Fatal(err)
-	}
+	p.front, p.back = listen("10.2.0.1:6000"), listen("10.2.0.2:6000")
 	return p
 }
 
@@ -90,7 +85,7 @@ func (p *replayProxy) replay(typ codec.PacketType) int {
 type replayWorld struct {
 	t      *testing.T
 	now    time.Time
-	nw     *batchiotest.MemNetwork
+	nw     *batchiotest.MemNetwork // nil: real UDP sockets on 127.0.0.1
 	server *Server
 	sconn  batchio.Conn
 	proxy  *replayProxy
@@ -100,24 +95,48 @@ type replayWorld struct {
 	delivered []string
 }
 
-func newReplayWorld(t *testing.T, cfg ServerConfig) *replayWorld {
+// replayNets runs test on the memory network and over real UDP sockets.
+func replayNets(t *testing.T, test func(t *testing.T, udp bool)) {
+	t.Run("mem", func(t *testing.T) { test(t, false) })
+	t.Run("udp", func(t *testing.T) { test(t, true) })
+}
+
+func newReplayWorld(t *testing.T, cfg ServerConfig, udp bool) *replayWorld {
 	w := &replayWorld{t: t, now: time.Unix(1_800_000_000, 0)}
 	var err error
-	if w.nw, err = batchiotest.NewMemNetwork(batchiotest.MemConfig{}); err != nil {
-		t.Fatal(err)
+	if !udp {
+		if w.nw, err = batchiotest.NewMemNetwork(batchiotest.MemConfig{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if w.sconn, err = w.nw.Listen(netip.MustParseAddrPort("10.0.0.1:40000")); err != nil {
-		t.Fatal(err)
-	}
+	w.sconn = w.listen("10.0.0.1:40000")
 	cfg.ProtocolID, cfg.PrivateKey = 0x7e91a7, testPrivateKey
 	cfg.Manual, cfg.Clock = true, func() time.Time { return w.now }
 	if w.server, err = NewServer(cfg, w.sconn); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.server.Close() })
-	w.proxy = newReplayProxy(t, w.nw, w.sconn.LocalAddr())
+	w.proxy = newReplayProxy(t, w.listen, w.sconn.LocalAddr())
 	w.newClient()
 	return w
+}
+
+// listen opens a conn at addr on the memory network, or on an ephemeral
+// port of 127.0.0.1 over UDP; the test closes it.
+func (w *replayWorld) listen(addr string) batchio.Conn {
+	w.t.Helper()
+	var c batchio.Conn
+	var err error
+	if w.nw != nil {
+		c, err = w.nw.Listen(netip.MustParseAddrPort(addr))
+	} else {
+		c, err = batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20})
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // newClient replaces the client with a new one on a new port.
@@ -126,10 +145,8 @@ func (w *replayWorld) newClient() {
 		w.client.Close()
 		w.cconn.Close()
 	}
+	w.cconn = w.listen("10.1.0.1:0")
 	var err error
-	if w.cconn, err = w.nw.Listen(netip.MustParseAddrPort("10.1.0.1:0")); err != nil {
-		w.t.Fatal(err)
-	}
 	if w.client, err = NewClient(ClientConfig{}, w.cconn); err != nil {
 		w.t.Fatal(err)
 	}
@@ -215,93 +232,101 @@ func (w *replayWorld) session1(token []byte) {
 // token (refused); payloads recorded in session 1 and replayed meanwhile
 // never reach the application.
 func TestReplayE2EPayloadAfterReconnect(t *testing.T) {
-	w := newReplayWorld(t, ServerConfig{})
-	token := w.token(nil)
-	w.session1(token)
-	if err := w.client.Connect(token, w.now); err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		w.settle(w.proxy.replay(codec.ConnectionPayload))
-		w.run(100*time.Millisecond, nil)
-	}
-	if w.client.State() == Connected || w.server.NumConnectedClients() != 0 {
-		t.Fatalf("the token connected a second session (client %v)", w.client.State())
-	}
-	if len(w.delivered) != 0 {
-		t.Fatalf("replayed payloads reached the application: %q", w.delivered)
-	}
-	st := w.server.Stats()
-	if st.Drops[ServerDropTokenConsumed] == 0 || st.Connects != 1 {
-		t.Fatalf("consumed-token drops %d, connects %d", st.Drops[ServerDropTokenConsumed], st.Connects)
-	}
+	replayNets(t, func(t *testing.T, udp bool) {
+		w := newReplayWorld(t, ServerConfig{}, udp)
+		token := w.token(nil)
+		w.session1(token)
+		if err := w.client.Connect(token, w.now); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			w.settle(w.proxy.replay(codec.ConnectionPayload))
+			w.run(100*time.Millisecond, nil)
+		}
+		if w.client.State() == Connected || w.server.NumConnectedClients() != 0 {
+			t.Fatalf("the token connected a second session (client %v)", w.client.State())
+		}
+		if len(w.delivered) != 0 {
+			t.Fatalf("replayed payloads reached the application: %q", w.delivered)
+		}
+		st := w.server.Stats()
+		if st.Drops[ServerDropTokenConsumed] == 0 || st.Connects != 1 {
+			t.Fatalf("consumed-token drops %d, connects %d", st.Drops[ServerDropTokenConsumed], st.Connects)
+		}
+	})
 }
 
 // TestReplayE2EHandshake: the client's request and response, replayed from
 // its address after it left, create no slot and get no reply (an ignored
 // request is answered with nothing).
 func TestReplayE2EHandshake(t *testing.T) {
-	w := newReplayWorld(t, ServerConfig{})
-	w.session1(w.token(nil))
-	w.client.Close() // the real client is gone
-	before, forwarded := w.server.Stats(), w.proxy.toClient
-	sent := w.proxy.replay(codec.ConnectionRequest)
-	sent += w.proxy.replay(codec.ConnectionResponse)
-	w.settle(sent)
-	w.run(200*time.Millisecond, nil)
-	after := w.server.Stats()
-	if w.server.NumConnectedClients() != 0 || after.Connects != before.Connects {
-		t.Fatal("a replayed handshake took a slot")
-	}
-	if after.PacketsOut != before.PacketsOut || w.proxy.toClient != forwarded {
-		t.Fatalf("server sent %d datagrams to the replayed address", after.PacketsOut-before.PacketsOut)
-	}
-	if after.Drops[ServerDropTokenConsumed] == 0 {
-		t.Fatal("replayed requests not refused as consumed")
-	}
+	replayNets(t, func(t *testing.T, udp bool) {
+		w := newReplayWorld(t, ServerConfig{}, udp)
+		w.session1(w.token(nil))
+		w.client.Close() // the real client is gone
+		before, forwarded := w.server.Stats(), w.proxy.toClient
+		sent := w.proxy.replay(codec.ConnectionRequest)
+		sent += w.proxy.replay(codec.ConnectionResponse)
+		w.settle(sent)
+		w.run(200*time.Millisecond, nil)
+		after := w.server.Stats()
+		if w.server.NumConnectedClients() != 0 || after.Connects != before.Connects {
+			t.Fatal("a replayed handshake took a slot")
+		}
+		if after.PacketsOut != before.PacketsOut || w.proxy.toClient != forwarded {
+			t.Fatalf("server sent %d datagrams to the replayed address", after.PacketsOut-before.PacketsOut)
+		}
+		if after.Drops[ServerDropTokenConsumed] == 0 {
+			t.Fatal("replayed requests not refused as consumed")
+		}
+	})
 }
 
 // TestReplayE2EDisconnect: a disconnect recorded in session 1 never ends a
 // later session from the same address (on a fresh token).
 func TestReplayE2EDisconnect(t *testing.T) {
-	w := newReplayWorld(t, ServerConfig{})
-	w.session1(w.token(nil))
-	w.newClient()
-	w.proxy.client = netip.AddrPort{}
-	w.connect(w.token(nil))
-	w.settle(w.proxy.replay(codec.ConnectionDisconnect))
-	w.run(100*time.Millisecond, nil)
-	if w.client.State() != Connected || w.server.NumConnectedClients() != 1 {
-		t.Fatalf("a replayed disconnect ended the new session (client %v)", w.client.State())
-	}
-	if st := w.server.Stats(); st.ClientDisconnects != 1 {
-		t.Fatalf("%d client disconnects, want session 1's only", st.ClientDisconnects)
-	}
+	replayNets(t, func(t *testing.T, udp bool) {
+		w := newReplayWorld(t, ServerConfig{}, udp)
+		w.session1(w.token(nil))
+		w.newClient()
+		w.proxy.client = netip.AddrPort{}
+		w.connect(w.token(nil))
+		w.settle(w.proxy.replay(codec.ConnectionDisconnect))
+		w.run(100*time.Millisecond, nil)
+		if w.client.State() != Connected || w.server.NumConnectedClients() != 1 {
+			t.Fatalf("a replayed disconnect ended the new session (client %v)", w.client.State())
+		}
+		if st := w.server.Stats(); st.ClientDisconnects != 1 {
+			t.Fatalf("%d client disconnects, want session 1's only", st.ClientDisconnects)
+		}
+	})
 }
 
 // TestReplayE2ENoTimeoutMapping: handshake state made with a timeout of -1
 // is gone once its token expires, and its recorded response then connects
 // nothing.
 func TestReplayE2ENoTimeoutMapping(t *testing.T) {
-	w := newReplayWorld(t, ServerConfig{MaxConnectTokenLifetime: time.Second})
-	w.proxy.holdReplies = true
-	if err := w.client.Connect(w.token(func(p *TokenParams) { p.TimeoutSeconds = -1; p.ExpireSeconds = 2 }), w.now); err != nil {
-		t.Fatal(err)
-	}
-	// Run until the client has answered a challenge (held back), then
-	// drop it.
-	if !w.run(3*time.Second, func() bool {
-		return w.server.shard0().maps.part.n == 1 && w.client.State() == SendingConnectionResponse
-	}) {
-		t.Fatalf("no handshake in progress: client %v, %d mappings", w.client.State(), w.server.shard0().maps.part.n)
-	}
-	w.client.Close()
-	w.run(100*time.Millisecond, nil)
-	if !w.run(4*time.Second, func() bool { return w.server.shard0().maps.part.n == 0 }) {
-		t.Fatal("the handshake's encryption mapping outlived its token")
-	}
-	w.settle(w.proxy.replay(codec.ConnectionResponse))
-	if w.server.NumConnectedClients() != 0 {
-		t.Fatal("a response after the token expired took a slot")
-	}
+	replayNets(t, func(t *testing.T, udp bool) {
+		w := newReplayWorld(t, ServerConfig{MaxConnectTokenLifetime: time.Second}, udp)
+		w.proxy.holdReplies = true
+		if err := w.client.Connect(w.token(func(p *TokenParams) { p.TimeoutSeconds = -1; p.ExpireSeconds = 2 }), w.now); err != nil {
+			t.Fatal(err)
+		}
+		// Run until the client has answered a challenge (held back), then
+		// drop it.
+		if !w.run(3*time.Second, func() bool {
+			return w.server.shard0().maps.part.n == 1 && w.client.State() == SendingConnectionResponse
+		}) {
+			t.Fatalf("no handshake in progress: client %v, %d mappings", w.client.State(), w.server.shard0().maps.part.n)
+		}
+		w.client.Close()
+		w.run(100*time.Millisecond, nil)
+		if !w.run(4*time.Second, func() bool { return w.server.shard0().maps.part.n == 0 }) {
+			t.Fatal("the handshake's encryption mapping outlived its token")
+		}
+		w.settle(w.proxy.replay(codec.ConnectionResponse))
+		if w.server.NumConnectedClients() != 0 {
+			t.Fatal("a response after the token expired took a slot")
+		}
+	})
 }
