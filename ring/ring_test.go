@@ -215,3 +215,74 @@ func TestSPSCInPlace(t *testing.T) {
 		t.Fatal("full ring reserved a slot")
 	}
 }
+
+// Records of several items, reserved and committed whole, arrive whole and
+// in order on the other goroutine, and a record never fits a ring with less
+// room than it needs.
+func TestSPSCRecords(t *testing.T) {
+	r, _ := NewSPSC[uint32](16)
+	if _, ok := r.ReserveAt(16); ok {
+		t.Fatal("ReserveAt(cap) succeeded")
+	}
+	for k := range 3 {
+		e, _ := r.ReserveAt(k)
+		*e = uint32(k)
+	}
+	r.CommitN(3)
+	if _, ok := r.ReserveAt(13); ok {
+		t.Fatal("a 14-item record fit with 13 free")
+	}
+	if _, ok := r.FrontAt(3); ok {
+		t.Fatal("FrontAt(3) of 3 queued succeeded")
+	}
+	r.ReleaseN(3)
+
+	const records = 5_000
+	done := make(chan error, 1)
+	go func() {
+		for want, spins := uint32(0), 0; want < records; spins++ {
+			if spins > 1<<30 {
+				done <- errorf("consumer stuck at record %d", want)
+				return
+			}
+			head, ok := r.Front()
+			if !ok {
+				continue
+			}
+			n := int(*head >> 16)
+			if *head&0xffff != want&0xffff {
+				done <- errorf("record %d: head %#x", want, *head)
+				return
+			}
+			for k := 1; k < n; k++ {
+				e, ok := r.FrontAt(k)
+				if !ok || *e != want<<8|uint32(k) {
+					done <- errorf("record %d item %d missing or wrong", want, k)
+					return
+				}
+			}
+			r.ReleaseN(n)
+			want++
+		}
+		done <- nil
+	}()
+	for rec := uint32(0); rec < records; {
+		n := int(rec%5) + 1
+		e, ok := r.ReserveAt(n - 1)
+		if !ok {
+			continue
+		}
+		*e = rec<<8 | uint32(n-1)
+		for k := 1; k < n-1; k++ {
+			e, _ = r.ReserveAt(k)
+			*e = rec<<8 | uint32(k)
+		}
+		e, _ = r.ReserveAt(0)
+		*e = uint32(n)<<16 | rec&0xffff
+		r.CommitN(n)
+		rec++
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

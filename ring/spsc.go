@@ -90,6 +90,30 @@ func (r *SPSC[T]) Commit() {
 	r.tail.Store(r.tail.Load() + 1)
 }
 
+// ReserveAt returns the free slot k places after the one Reserve returns,
+// or false unless k+1 slots are free, so that a record of several items is
+// filled before CommitN publishes it whole. Producer only.
+func (r *SPSC[T]) ReserveAt(k int) (*T, bool) {
+	if k < 0 || k >= len(r.items) {
+		return nil, false
+	}
+	t := r.tail.Load()
+	need := uint64(len(r.items) - k)
+	if t-r.cachedHead >= need {
+		r.cachedHead = r.head.Load()
+		if t-r.cachedHead >= need {
+			return nil, false
+		}
+	}
+	return &r.items[(t+uint64(k))&r.mask], true
+}
+
+// CommitN publishes the n slots reserved with ReserveAt(0..n-1). Producer
+// only.
+func (r *SPSC[T]) CommitN(n int) {
+	r.tail.Store(r.tail.Load() + uint64(n))
+}
+
 // Front returns the oldest item in place, or false when the ring is empty.
 // It stays valid until Release. Consumer only.
 func (r *SPSC[T]) Front() (*T, bool) {
@@ -101,6 +125,27 @@ func (r *SPSC[T]) Front() (*T, bool) {
 		}
 	}
 	return &r.items[h&r.mask], true
+}
+
+// FrontAt returns the item k places after the oldest, in place, or false
+// unless at least k+1 items are queued. Consumer only.
+func (r *SPSC[T]) FrontAt(k int) (*T, bool) {
+	if k < 0 || k >= len(r.items) {
+		return nil, false
+	}
+	h := r.head.Load()
+	if r.cachedTail-h <= uint64(k) {
+		r.cachedTail = r.tail.Load()
+		if r.cachedTail-h <= uint64(k) {
+			return nil, false
+		}
+	}
+	return &r.items[(h+uint64(k))&r.mask], true
+}
+
+// ReleaseN hands the n oldest slots back to the producer. Consumer only.
+func (r *SPSC[T]) ReleaseN(n int) {
+	r.head.Store(r.head.Load() + uint64(n))
 }
 
 // Release hands the slot returned by Front back to the producer. Consumer
