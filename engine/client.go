@@ -12,6 +12,7 @@ import (
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/reliable"
 	"github.com/netcode-go/netcode/ring"
 )
 
@@ -49,6 +50,14 @@ type ClientConfig struct {
 	// (ConnectLoopback) instead of sending a datagram. payload is valid only
 	// during the call.
 	SendLoopbackPacket func(clientIndex int, payload []byte, sequence uint64)
+	// Reliable, when set, gives the client a reliable 1.0 endpoint (see
+	// ServerConfig.Reliable; the server must use the same FragmentSize):
+	// SendPacket then takes packets of up to Reliable.MaxPacketSize,
+	// ReceivePacket returns reassembled packets and their reliable
+	// sequences, and ReadAcks, NextSequence and ReliableStats tell what the
+	// server received. The receive queue holds long packets in several
+	// entries of 1200 bytes.
+	Reliable *reliable.Config
 }
 
 // Errors returned by the client. Wrapped errors add what was wrong.
@@ -120,6 +129,9 @@ type ClientStats struct {
 	ReadErrors, WriteErrors, SendDropped uint64
 	// ReceiveTruncated counts payloads ReceivePacket cut to fit dst.
 	ReceiveTruncated uint64
+	// ReliableDrops counts payloads the reliable endpoint refused, by
+	// reason (ClientConfig.Reliable).
+	ReliableDrops [reliable.NumDropReasons]uint64
 }
 
 // tokenSequence remembers the next sequence sent with one client-to-server
@@ -177,6 +189,7 @@ type Client struct {
 	pkt    codec.Packet
 	queue  payloadQueue
 	stats  ClientStats
+	rel    clientReliable
 }
 
 // NewClient returns a disconnected client that sends and receives on conns.
@@ -206,6 +219,9 @@ func NewClient(cfg ClientConfig, conns ...batchio.Conn) (*Client, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	if err := c.rel.init(cfg.Reliable); err != nil {
+		return nil, err
 	}
 	c.queue.init(cfg.ReceiveQueueSize)
 	c.rx = batchio.NewMessages(clientReadBatch, codec.MaxPacketBytes)
@@ -304,6 +320,7 @@ func (c *Client) Connect(token []byte, now time.Time) error {
 		c.timeout = time.Duration(c.token.TimeoutSeconds) * time.Second
 	}
 	c.queue.clear()
+	c.rel.restart(now)
 	c.log.Info("netcode client connecting",
 		"servers", c.token.NumServerAddresses,
 		"protocol_id", c.token.ProtocolID,
@@ -466,6 +483,7 @@ func (c *Client) Update(now time.Time) {
 		return
 	}
 	c.receive(now)
+	c.updateReliable(now)
 	c.checkTimers(now)
 	c.sendDue(now)
 	c.flush()
@@ -543,7 +561,9 @@ func (c *Client) processPacket(data []byte, from netip.AddrPort, now time.Time) 
 		c.lastRecv = now
 	case p.Type == codec.ConnectionPayload && c.state == Connected:
 		c.lastRecv = now
-		if !c.queue.push(p.Payload, p.Sequence) {
+		if c.rel.ep != nil {
+			c.receiveReliable(p.Payload, now)
+		} else if !c.queue.push(p.Payload, p.Sequence) {
 			c.stats.Drops[ClientDropQueueFull]++
 		}
 	case p.Type == codec.ConnectionPayload:
@@ -658,7 +678,14 @@ func (c *Client) Flush() { c.flush() }
 // must be Connected. The datagram is queued and sent at the end of the next
 // Update (or by Flush, or when the batch fills); a payload sent counts as
 // activity, so no keep-alive is sent in the same interval.
+//
+// With ClientConfig.Reliable set, the payload may be up to its
+// MaxPacketSize and is sent as a reliable packet (fragments, in one batch,
+// when it is long); NextSequence tells its sequence first.
 func (c *Client) SendPacket(payload []byte) error {
+	if c.rel.ep != nil && !c.loopback {
+		return c.sendReliable(payload)
+	}
 	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
 		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
 	}

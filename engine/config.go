@@ -10,6 +10,7 @@ import (
 
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // Server limits and defaults.
@@ -140,6 +141,24 @@ type ServerConfig struct {
 	// Logger receives lifecycle events (start, stop, connect, disconnect);
 	// nothing is logged per packet. nil discards.
 	Logger *slog.Logger
+	// Reliable, when set, gives every network client's slot a reliable 1.0
+	// endpoint (package reliable; DefaultReliableConfig is the C library's
+	// defaults): every payload then carries its header, SendPacket takes
+	// packets of up to Reliable.MaxPacketSize and sends the longer ones as
+	// fragments, Poll reports reassembled packets and the client's acks
+	// (EventAcks), and NextSequence and ReliableStats tell sequences and
+	// estimates. The clients must use reliable endpoints with the same
+	// FragmentSize. Every datagram must fit in a netcode payload. Loopback
+	// clients do not use it. Memory: about 15 KiB per slot, plus the
+	// shards' pools (ReliablePoolBuffers).
+	Reliable *reliable.Config
+	// ReliablePoolBuffers is each shard's number of reassembly buffers
+	// (Reliable.MaxPacketSize each, 16 KiB by default): packets arriving
+	// in fragments wait in them, at most 4 per client, and a fragment that
+	// would start one more when none is free is dropped
+	// (reliable.DropReassemblyPoolExhausted). Default two per slot of an
+	// even share, from 64 to 65,536; allowed 1 to 2^24. Reliable only.
+	ReliablePoolBuffers int
 	// SendLoopbackPacket receives what SendPacket and Broadcast send to a
 	// loopback client (ConnectLoopbackClient); payload is valid during the
 	// call only. Manual mode only; required to connect loopback clients.
@@ -210,6 +229,9 @@ func (c *ServerConfig) normalize(shards int) error {
 	}
 	if c.TokenDecryptsPerSecond != -1 && (c.TokenDecryptsPerSecond < 1 || c.TokenDecryptsPerSecond > maxTokenDecryptsPerSecond) {
 		return fmt.Errorf("netcode: server config: TokenDecryptsPerSecond %d; allowed 1 to %d, or -1 for no limit (0 means %d)", c.TokenDecryptsPerSecond, maxTokenDecryptsPerSecond, DefaultTokenDecryptsPerSecond)
+	}
+	if err := c.normalizeReliable(shards); err != nil {
+		return err
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/ring"
 )
 
 // EventKind says what an Event reports.
@@ -19,9 +21,12 @@ const (
 	EventDisconnect
 	// EventPayload: the client in slot ClientIndex sent Payload.
 	EventPayload
+	// EventAcks: the client in slot ClientIndex acknowledged the packets
+	// in Acks (reliable endpoints only).
+	EventAcks
 )
 
-var eventKindText = [...]string{EventConnect: "connect", EventDisconnect: "disconnect", EventPayload: "payload"}
+var eventKindText = [...]string{EventConnect: "connect", EventDisconnect: "disconnect", EventPayload: "payload", EventAcks: "acks"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindText) && eventKindText[k] != "" {
@@ -85,17 +90,33 @@ type Event struct {
 	// Reason says why the client left (disconnect events).
 	Reason DisconnectReason
 	// Sequence and Payload are a payload event's packet sequence and data.
+	// With reliable endpoints on, Sequence is the packet's reliable
+	// sequence and Payload may be up to reliable.Config.MaxPacketSize.
 	Sequence uint64
 	Payload  []byte
+	// Acks are the sequences of packets sent to the client that it has
+	// acknowledged since the last acks event (EventAcks).
+	Acks []uint16
 }
 
-// inboxEntry is a received payload waiting for Poll.
+// inboxEntry is a received payload (or acks) waiting for Poll. A payload
+// longer than one entry's data continues in the entries after it: a record
+// of chunks(n) entries, published whole.
 type inboxEntry struct {
 	order  uint64 // the shard's hand-off count: Poll merges the rings by it
 	client int32
-	n      int32
+	n      int32 // payload bytes (the whole record's); acks: their count
+	acks   bool
 	seq    uint64
 	data   [codec.MaxPayloadBytes]byte
+}
+
+func inboxData(e *inboxEntry) []byte   { return e.data[:] }
+func outboxData(e *outboxEntry) []byte { return e.data[:] }
+
+// chunks is the number of ring entries a record of n bytes takes.
+func chunks(n int) int {
+	return max(1, (n+codec.MaxPayloadBytes-1)/codec.MaxPayloadBytes)
 }
 
 // eventEntry is a connect or disconnect waiting for Poll. The client's id,
@@ -118,7 +139,9 @@ const (
 	outDisconnectAll
 )
 
-// outboxEntry is the application's work for a shard (default mode).
+// outboxEntry is the application's work for a shard (default mode). A
+// send longer than one entry's data continues in the entries after it, as
+// in the inbox.
 type outboxEntry struct {
 	kind   outboxKind
 	client int32
@@ -146,16 +169,59 @@ func (s *shard) canAdmit() bool {
 // deliver hands a payload from slot i to the application; false means the
 // inbox is full.
 func (s *shard) deliver(i int32, payload []byte, seq uint64) bool {
+	k := chunks(len(payload))
+	if _, ok := s.inbox.ReserveAt(k - 1); !ok {
+		return false
+	}
+	for c := range k {
+		e, _ := s.inbox.ReserveAt(c)
+		copy(e.data[:], payload[c*codec.MaxPayloadBytes:])
+	}
+	e, _ := s.inbox.ReserveAt(0)
+	s.order++
+	e.order, e.client, e.seq, e.acks = s.order, i, seq, false
+	e.n = int32(len(payload))
+	s.inbox.CommitN(k)
+	s.pushed = true
+	return true
+}
+
+// deliverAcks hands the application the acks slot i's endpoint reported;
+// false means the inbox is full.
+func (s *shard) deliverAcks(i int32, acks []uint16) bool {
+	acks = acks[:min(len(acks), codec.MaxPayloadBytes/2)] // AckBufferSize is smaller
 	e, ok := s.inbox.Reserve()
 	if !ok {
 		return false
 	}
+	for k, a := range acks {
+		binary.LittleEndian.PutUint16(e.data[2*k:], a)
+	}
 	s.order++
-	e.order, e.client, e.seq = s.order, i, seq
-	e.n = int32(copy(e.data[:], payload))
+	e.order, e.client, e.seq, e.acks = s.order, i, 0, true
+	e.n = int32(len(acks))
 	s.inbox.Commit()
 	s.pushed = true
 	return true
+}
+
+// readRecord returns the payload of the record whose first entry is e,
+// gathered into buf when it spans several entries, and the number of
+// entries to release. Consumer side.
+func readRecord[T any](r *ring.SPSC[T], first []byte, n int, buf []byte, data func(*T) []byte) ([]byte, int) {
+	k := chunks(n)
+	if k == 1 {
+		return first[:n], 1
+	}
+	off := copy(buf, first)
+	for c := 1; c < k; c++ {
+		e, ok := r.FrontAt(c)
+		if !ok { // cannot happen: records are published whole
+			return nil, c
+		}
+		off += copy(buf[off:n], data(e))
+	}
+	return buf[:n], k
 }
 
 // pushEvent queues a connect or disconnect event; canAdmit kept room.

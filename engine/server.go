@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,8 +73,18 @@ type Server struct {
 	owner []atomic.Uint64
 	// events is signalled when a shard hands the application something.
 	events chan struct{}
-	ev     Event       // reused by Poll so that it does not allocate
-	timer  *time.Timer // reused by Wait
+	ev     Event // reused by Poll so that it does not allocate
+	// gather holds a payload longer than one inbox entry for Poll, acks
+	// the acks of an EventAcks (application goroutine).
+	gather []byte
+	acks   [codec.MaxPayloadBytes / 2]uint16
+	// Reliable endpoints (nil when off): the application's view of each
+	// slot's next send sequence, the estimates the shards publish, and the
+	// endpoints' clock's epoch.
+	relSeq   []relSeq
+	relStats []relStatsCell
+	epoch    time.Time
+	timer    *time.Timer // reused by Wait
 
 	// Lifecycle, changed under mu: stopped between Stop and Start, closed
 	// after Close (read without it by the application calls). startedAt is
@@ -170,6 +181,9 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 			return nil, err
 		}
 		s.shards = append(s.shards, sh)
+	}
+	if err := s.initReliable(); err != nil {
+		return nil, err
 	}
 	if err := s.start(); err != nil {
 		return nil, err
@@ -397,12 +411,24 @@ func (s *Server) Poll(fn func(ev *Event)) int {
 					s.adm.release(int(e.client), sl.clientID)
 				}
 				sh.events.Release()
-			case hasPayload:
-				s.ev = Event{Kind: EventPayload, ClientIndex: int(p.client), ClientID: s.slots[p.client].clientID,
-					Sequence: p.seq, Payload: p.data[:p.n]}
+			case hasPayload && p.acks:
+				for k := range int(p.n) {
+					s.acks[k] = binary.LittleEndian.Uint16(p.data[2*k:])
+				}
+				s.ev = Event{Kind: EventAcks, ClientIndex: int(p.client), ClientID: s.slots[p.client].clientID,
+					Acks: s.acks[:p.n]}
 				fn(&s.ev)
-				s.ev.Payload = nil
+				s.ev.Acks = nil
 				sh.inbox.Release()
+			case hasPayload:
+				payload, k := readRecord(sh.inbox, p.data[:], int(p.n), s.gather, inboxData)
+				s.ev = Event{Kind: EventPayload, ClientIndex: int(p.client), ClientID: s.slots[p.client].clientID,
+					Sequence: p.seq, Payload: payload}
+				if payload != nil {
+					fn(&s.ev)
+				}
+				s.ev.Payload = nil
+				sh.inbox.ReleaseN(k)
 			default:
 				goto next
 			}
@@ -482,9 +508,13 @@ func (s *Server) route(i int) (*shard, uint32, error) {
 
 // SendPacket sends a payload of 1 to 1200 bytes to the client in slot
 // clientIndex (queued: see Server). Application goroutine only.
+//
+// With reliable endpoints on (ServerConfig.Reliable) the payload may be up
+// to the configured MaxPacketSize and is sent as a reliable packet, cut
+// into fragments when it is long; NextSequence tells its sequence first.
 func (s *Server) SendPacket(clientIndex int, payload []byte) error {
-	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
-		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
+	if err := s.checkPayload(payload); err != nil {
+		return err
 	}
 	if s.stopped.Load() {
 		return ErrServerStopped
@@ -497,18 +527,51 @@ func (s *Server) SendPacket(clientIndex int, payload []byte) error {
 		sh.send(clientIndex, payload)
 		return nil
 	}
-	return sh.queue(outSend, int32(clientIndex), gen, payload)
+	if err := sh.queue(outSend, int32(clientIndex), gen, payload); err != nil {
+		return err
+	}
+	if s.relSeq != nil && !s.slots[clientIndex].loopback {
+		s.sentSequence(clientIndex, gen)
+	}
+	return nil
+}
+
+// checkPayload checks the size of a payload to send.
+func (s *Server) checkPayload(payload []byte) error {
+	if max := s.maxSendBytes(); len(payload) < 1 || len(payload) > max {
+		if max == codec.MaxPayloadBytes {
+			return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
+		}
+		return fmt.Errorf("%w: got %d bytes; want 1 to %d (the reliable MaxPacketSize)", codec.ErrPayloadSize, len(payload), max)
+	}
+	return nil
 }
 
 // Broadcast sends a payload of 1 to 1200 bytes to every connected client:
 // one queue entry per shard, which sends it to each of its clients.
 // Application goroutine only.
+//
+// With reliable endpoints on, it is a SendPacket to each connected slot
+// (each client's packet has its own sequence), so it takes one queue
+// record per client, and it returns the first error.
 func (s *Server) Broadcast(payload []byte) error {
-	if len(payload) < 1 || len(payload) > codec.MaxPayloadBytes {
-		return fmt.Errorf("%w, got %d", codec.ErrPayloadSize, len(payload))
+	if err := s.checkPayload(payload); err != nil {
+		return err
 	}
 	if s.stopped.Load() {
 		return ErrServerStopped
+	}
+	if s.relSeq != nil && !s.cfg.Manual {
+		var first error
+		for i := range s.owner {
+			if s.owner[i].Load() == 0 {
+				continue
+			}
+			if err := s.SendPacket(i, payload); err != nil && first == nil && !errors.Is(err, ErrSlotNotConnected) {
+				first = err
+			}
+		}
+		return first
 	}
 	var errs []error
 	for _, sh := range s.shards {

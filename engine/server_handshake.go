@@ -179,7 +179,9 @@ func (s *shard) processPacket(pkt []byte, from netip.AddrPort, now time.Time) {
 		sl := &s.slots[slotIdx]
 		sl.confirmed = true
 		sl.lastRecv = now
-		if !s.deliver(slotIdx, p.Payload, p.Sequence) {
+		if sl.rel != nil {
+			s.relReceive(slotIdx, p.Payload)
+		} else if !s.deliver(slotIdx, p.Payload, p.Sequence) {
 			s.stats.Drops[ServerDropAppBacklog]++
 		}
 	case codec.ConnectionDisconnect:

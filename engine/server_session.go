@@ -7,6 +7,7 @@ import (
 
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/reliable"
 	"github.com/netcode-go/netcode/ring"
 )
 
@@ -40,6 +41,12 @@ type slot struct {
 	gen uint32
 
 	replay ring.Replay
+
+	// rel is the slot's reliable endpoint (ServerConfig.Reliable), used
+	// by the shard that owns the connection; relUpdated is when its
+	// estimates were last recomputed.
+	rel        *reliable.Endpoint
+	relUpdated time.Time
 }
 
 // partition keeps slot indices split into an active prefix items[:n] and a
@@ -156,6 +163,7 @@ func (s *shard) occupy(i int, clientID uint64, userData *[codec.UserDataBytes]by
 	sl.lastSend = s.now
 	sl.replay.Reset()
 	sl.gen++
+	s.relStart(i)
 	s.stats.Connects++
 	s.reserved++
 	s.srv.owner[i].Store(uint64(sl.gen)<<32 | uint64(s.id+1))
@@ -172,6 +180,7 @@ func (s *shard) resetSlot(i int, reason DisconnectReason) {
 	}
 	if !sl.loopback {
 		s.byAddr.del(sl.addr)
+		s.relStop(i)
 	}
 	s.active.release(i)
 	s.srv.owner[i].Store(0)

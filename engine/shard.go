@@ -13,6 +13,7 @@ import (
 	"github.com/netcode-go/netcode/aead"
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/reliable"
 	"github.com/netcode-go/netcode/ring"
 )
 
@@ -91,6 +92,12 @@ type shard struct {
 	// shed is the kernel shedding of request floods (shed.go).
 	shed         requestShedder
 	shedReadRate float64
+
+	// Reliable endpoints: the shard's reassembly pool, a datagram's
+	// scratch, and a queued send longer than one outbox entry, gathered.
+	relPool    *reliable.Pool
+	relScratch [codec.MaxPayloadBytes]byte
+	gather     []byte
 
 	now     time.Time
 	nowUnix uint64
@@ -171,6 +178,12 @@ func newShard(srv *Server, id int, conn batchio.Conn, mappings int) (*shard, err
 		}
 		s.waker, _ = batchio.As[batchio.Waker](conn)
 	}
+	if r := cfg.Reliable; r != nil {
+		if s.relPool, err = reliable.NewPool(*r, cfg.ReliablePoolBuffers, min(defaultRelPoolPerEndpoint, cfg.ReliablePoolBuffers)); err != nil {
+			return nil, fmt.Errorf("netcode: server config: ReliablePoolBuffers: %w", err)
+		}
+		s.gather = make([]byte, r.MaxPacketSize)
+	}
 	return s, nil
 }
 
@@ -229,6 +242,7 @@ func (s *shard) pass(now time.Time) {
 		s.lastScan = now
 		s.sendKeepAlives(now)
 		s.checkTimeouts(now)
+		s.relScan(now)
 		s.maps.expire(now)
 		s.adm.sweepHistory(s.nowUnix)
 	}
@@ -351,12 +365,22 @@ func (s *shard) owns(i int) bool {
 // keep-alive goes first so that it learns its client index.
 func (s *shard) send(i int, payload []byte) {
 	sl := &s.slots[i]
-	if sl.loopback {
+	switch {
+	case sl.loopback:
 		seq := sl.sequence
 		sl.sequence++
 		s.cfg.SendLoopbackPacket(i, payload, seq)
-		return
+	case sl.rel != nil:
+		s.relSend(i, payload)
+	default:
+		s.seal(i, payload)
 	}
+}
+
+// seal seals one payload datagram for network slot i into the outgoing
+// batch.
+func (s *shard) seal(i int, payload []byte) {
+	sl := &s.slots[i]
 	if !sl.confirmed {
 		s.sendKeepAlive(i)
 	}

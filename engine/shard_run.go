@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/codec"
 )
 
 // The default mode: each shard is a goroutine that reads the clock,
@@ -67,14 +68,20 @@ func (s *shard) run() {
 // queue puts work for the shard in its outbox and wakes the shard if it is
 // parked. Application goroutine only.
 func (s *shard) queue(kind outboxKind, client int32, gen uint32, payload []byte) error {
-	e, ok := s.outbox.Reserve()
-	if !ok {
+	k := chunks(len(payload))
+	if _, ok := s.outbox.ReserveAt(k - 1); !ok {
 		s.sendQueueFull.Add(1)
 		return ErrSendQueueFull
 	}
+	for c := 1; c < k; c++ {
+		e, _ := s.outbox.ReserveAt(c)
+		copy(e.data[:], payload[c*codec.MaxPayloadBytes:])
+	}
+	e, _ := s.outbox.ReserveAt(0)
 	e.kind, e.client, e.gen = kind, client, gen
-	e.n = int32(copy(e.data[:], payload))
-	s.outbox.Commit()
+	e.n = int32(len(payload))
+	copy(e.data[:], payload)
+	s.outbox.CommitN(k)
 	if s.parked.Load() && s.waker != nil {
 		s.waker.Wake()
 	}
@@ -90,6 +97,7 @@ func (s *shard) drainOutbox(now time.Time) {
 			return
 		}
 		s.outWork = true
+		payload, k := readRecord(s.outbox, e.data[:], int(e.n), s.gather, outboxData)
 		switch e.kind {
 		case outSend, outDisconnect:
 			i := int(e.client)
@@ -98,17 +106,17 @@ func (s *shard) drainOutbox(now time.Time) {
 			switch {
 			case !s.owns(i) || s.slots[i].gen != e.gen:
 				s.staleSends++
-			case e.kind == outSend:
-				s.send(i, e.data[:e.n])
+			case e.kind == outSend && payload != nil:
+				s.send(i, payload)
 			default:
 				s.kick(i)
 			}
 		case outBroadcast:
-			s.broadcast(e.data[:e.n])
+			s.broadcast(payload)
 		case outDisconnectAll:
 			s.kickAll()
 		}
-		s.outbox.Release()
+		s.outbox.ReleaseN(k)
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // ServerDropReason says why the server ignored a datagram that passed the
@@ -100,6 +101,9 @@ type ServerStats struct {
 	CodecDrops [codec.NumDropReasons]uint64
 	// Drops counts datagrams the server ignored after decoding, by reason.
 	Drops [NumServerDropReasons]uint64
+	// ReliableDrops counts payloads the slots' reliable endpoints refused,
+	// by reason (ServerConfig.Reliable; index reliable.DropNone is 0).
+	ReliableDrops [reliable.NumDropReasons]uint64
 
 	// HandshakesStarted counts encryption mappings made: requests that
 	// passed every check and began a handshake (retries of one handshake
@@ -165,6 +169,9 @@ func (s *ServerStats) add(o *ServerStats) {
 	}
 	for i := range s.Drops {
 		s.Drops[i] += o.Drops[i]
+	}
+	for i := range s.ReliableDrops {
+		s.ReliableDrops[i] += o.ReliableDrops[i]
 	}
 	s.HandshakesStarted += o.HandshakesStarted
 	s.ChallengesSent += o.ChallengesSent
@@ -240,6 +247,9 @@ func (s ServerStats) Dropped() uint64 {
 		n += c
 	}
 	for _, c := range s.Drops {
+		n += c
+	}
+	for _, c := range s.ReliableDrops {
 		n += c
 	}
 	return n
