@@ -312,3 +312,7 @@ func (s *Server) initReliable() error {
 	}
 	return nil
 }
+
+// ReliableEnabled reports whether the server's slots have reliable
+// endpoints (ServerConfig.Reliable). Any goroutine.
+func (s *Server) ReliableEnabled() bool { return s.cfg.Reliable != nil }

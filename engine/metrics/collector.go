@@ -7,6 +7,7 @@ import (
 
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/health"
+	"github.com/netcode-go/netcode/reliable"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -153,6 +154,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for r, n := range st.Drops {
 			if name := serverReasonNames[r]; name != "" {
 				ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(n), shard, name)
+			}
+		}
+		if c.srv.ReliableEnabled() {
+			for r, n := range st.ReliableDrops {
+				if name := ReliableDropReasonName(reliable.DropReason(r)); name != "" {
+					ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(n), shard, name)
+				}
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(c.disconnects, prometheus.CounterValue, float64(st.ClientDisconnects), shard, "client")

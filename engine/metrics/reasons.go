@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // The reason label of netcode_dropped_packets_total: one stable snake_case
@@ -64,4 +65,14 @@ func ServerDropReasonName(r engine.ServerDropReason) string {
 		return serverReasonNames[r]
 	}
 	return ""
+}
+
+// ReliableDropReasonName returns the reason label of a reliable endpoint's
+// drop reason: "reliable_" and the reason's name in the reliable vectors
+// (e.g. reliable_fragment_stale), or "" for DropNone and unknown reasons.
+func ReliableDropReasonName(r reliable.DropReason) string {
+	if r == reliable.DropNone || r >= reliable.NumDropReasons {
+		return ""
+	}
+	return "reliable_" + r.String()
 }
