@@ -149,15 +149,15 @@ type ServerConfig struct {
 	// (EventAcks), and NextSequence and ReliableStats tell sequences and
 	// estimates. The clients must use reliable endpoints with the same
 	// FragmentSize. Every datagram must fit in a netcode payload. Loopback
-	// clients do not use it. Memory: about 15 KiB per slot, plus the
+	// clients do not use it. Memory: about 18 KiB per slot, plus the
 	// shards' pools (ReliablePoolBuffers).
 	Reliable *reliable.Config
 	// ReliablePoolBuffers is each shard's number of reassembly buffers
 	// (Reliable.MaxPacketSize each, 16 KiB by default): packets arriving
 	// in fragments wait in them, at most 4 per client, and a fragment that
 	// would start one more when none is free is dropped
-	// (reliable.DropReassemblyPoolExhausted). Default two per slot of an
-	// even share, from 64 to 65,536; allowed 1 to 2^24. Reliable only.
+	// (reliable.DropReassemblyPoolExhausted). Default one per two slots of
+	// an even share, from 64 to 65,536; allowed 1 to 2^24. Reliable only.
 	ReliablePoolBuffers int
 	// SendLoopbackPacket receives what SendPacket and Broadcast send to a
 	// loopback client (ConnectLoopbackClient); payload is valid during the

@@ -58,12 +58,14 @@ func checkReliable(who string, c *reliable.Config) error {
 	return nil
 }
 
-// relPoolBuffers is a shard's default reassembly pool: room for two
-// packets in reassembly per slot the shard would own if clients spread
-// evenly, within bounds.
+// relPoolBuffers is a shard's default reassembly pool: a buffer for every
+// two slots the shard would own if clients spread evenly, within bounds.
+// A packet's fragments leave in one batch, so a reassembly lasts about a
+// network jitter unless a fragment is lost; half the clients can be in
+// the middle of one at any moment.
 func relPoolBuffers(maxClients, shards int) int {
 	per := (maxClients + shards - 1) / shards
-	return min(max(2*per, minRelPoolBuffers), maxRelPoolBuffers)
+	return min(max(per/2, minRelPoolBuffers), maxRelPoolBuffers)
 }
 
 // relSeq is the application's view of a slot's next send sequence: the
@@ -287,7 +289,7 @@ func (c *ServerConfig) normalizeReliable(shards int) error {
 		c.ReliablePoolBuffers = relPoolBuffers(c.MaxClients, shards)
 	}
 	if n := c.ReliablePoolBuffers; n < 1 || n > 1<<24 {
-		return fmt.Errorf("netcode: server config: ReliablePoolBuffers %d; allowed 1 to %d (0 means two per slot of a shard's even share, %d to %d)", n, 1<<24, minRelPoolBuffers, maxRelPoolBuffers)
+		return fmt.Errorf("netcode: server config: ReliablePoolBuffers %d; allowed 1 to %d (0 means one per two slots of a shard's even share, %d to %d)", n, 1<<24, minRelPoolBuffers, maxRelPoolBuffers)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -472,5 +473,43 @@ func TestReliableAllocsDefaultMode(t *testing.T) {
 	}
 	if time.Now().After(deadline) {
 		t.Fatal("echoes stopped before the end")
+	}
+}
+
+// heapAfter returns the live heap after a collection.
+func heapAfter() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// With the default reliable config, a server of 16,384 slots (two shards,
+// their reassembly pools included) fits in 1 GiB; the test logs the cost
+// per slot with and without endpoints for the README's bounds table.
+func TestReliableMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates a few hundred MiB")
+	}
+	const slots = 16384
+	measure := func(rcfg *reliable.Config) uint64 {
+		before := heapAfter()
+		srv, err := NewServer(ServerConfig{PrivateKey: testPrivateKey, Manual: true, MaxClients: slots, Reliable: rcfg,
+			PublicAddresses: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}},
+			batchiotest.NewConn(netip.MustParseAddrPort("127.0.0.1:40000")), batchiotest.NewConn(netip.MustParseAddrPort("127.0.0.1:40001")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := heapAfter() - before
+		runtime.KeepAlive(srv)
+		srv.Close()
+		return used
+	}
+	rcfg := DefaultReliableConfig()
+	off, on := measure(nil), measure(&rcfg)
+	t.Logf("%d slots: %d MiB without endpoints, %d MiB with (%d bytes per slot more, pools included)",
+		slots, off>>20, on>>20, (on-off)/slots)
+	if on > 1<<30 {
+		t.Fatalf("%d slots with reliable endpoints take %d MiB; want at most 1 GiB", slots, on>>20)
 	}
 }
