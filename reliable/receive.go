@@ -1,0 +1,60 @@
+package reliable
+
+// Receive reads one datagram from the far end. When it completes a packet
+// (a regular packet, or the last missing fragment of one) it returns it as
+// a Delivery; the packet counts as accepted, and is recorded for acks,
+// unless Refuse is called next. A stored fragment returns an undelivered
+// Delivery and DropNone. A refused datagram returns its DropReason and
+// changes nothing but counters (the C library's checks, in its order).
+//
+// A delivered payload aliases datagram (regular packet) or an endpoint
+// buffer valid until the next Receive or Reset (reassembled packet).
+func (e *Endpoint) Receive(datagram []byte) (Delivery, DropReason) {
+	e.commit()
+	e.releaseDelivered()
+	var d Delivery
+	var r DropReason
+	switch {
+	case len(datagram) > e.cfg.MaxPacketSize+MaxHeaderBytes+FragmentHeaderBytes:
+		e.counters[PacketsTooLargeToReceive]++
+		r = DropTooLarge
+	case len(datagram) == 0 || datagram[0]&prefixFragment == 0:
+		d, r = e.receivePacket(datagram)
+	default:
+		d, r = e.receiveFragment(datagram)
+	}
+	e.drops[r]++ // drops[DropNone] counts datagrams taken
+	return d, r
+}
+
+// receivePacket handles a regular packet.
+func (e *Endpoint) receivePacket(datagram []byte) (Delivery, DropReason) {
+	e.counters[PacketsReceived]++
+	h, n, r := ReadHeader(datagram)
+	if r != DropNone {
+		e.counters[PacketsInvalid]++
+		return Delivery{}, r
+	}
+	return e.deliver(h, datagram[n:], len(datagram)-n, len(datagram), 0)
+}
+
+// deliver runs the checks every packet passes after its header was read,
+// regular or reassembled, and makes it pending. payload is nil when
+// payloadLen exceeds MaxPacketSize (a reassembled packet too large to have
+// been stored whole).
+func (e *Endpoint) deliver(h Header, payload []byte, payloadLen, datagramBytes, fragments int) (Delivery, DropReason) {
+	if payloadLen > e.cfg.MaxPacketSize {
+		e.counters[PacketsTooLargeToReceive]++
+		return Delivery{}, DropPayloadTooLarge
+	}
+	if e.recv.stale(h.Sequence) {
+		e.counters[PacketsStale]++
+		return Delivery{}, DropStale
+	}
+	if e.recv.exists(h.Sequence) {
+		e.counters[PacketsDuplicate]++
+		return Delivery{}, DropDuplicate
+	}
+	e.pending = pendingPacket{valid: true, header: h, datagramBytes: datagramBytes}
+	return Delivery{Delivered: true, Sequence: h.Sequence, Fragments: fragments, Payload: payload}, DropNone
+}

@@ -1,0 +1,190 @@
+package reliable
+
+import "math"
+
+// Stats are an endpoint's estimates, as the C library computes them. Times
+// are in milliseconds, loss in percent, bandwidth in kilobits per second
+// (with Config.PacketHeaderSize added to every packet).
+type Stats struct {
+	// RTT is smoothed on every ack (RTTSmoothingFactor): a sample is the
+	// time from a send to the receive of the first packet acking it, so it
+	// includes the far end's wait for its next packet and the tick length.
+	RTT float32
+	// RTTMin, RTTMax and RTTAvg are over the last RTTHistorySize samples.
+	RTTMin, RTTMax, RTTAvg float32
+	// JitterAvgVsMinRTT and JitterMaxVsMinRTT are the mean and largest
+	// sample above RTTMin; JitterStddevVsAvgRTT is the samples' standard
+	// deviation.
+	JitterAvgVsMinRTT, JitterMaxVsMinRTT, JitterStddevVsAvgRTT float32
+	// PacketLoss is the smoothed share of unacked packets among the older
+	// half of the sent window (so it stays 0 until more than
+	// SentPacketsBufferSize/2 packets were sent).
+	PacketLoss float32
+	// SentKbps, ReceivedKbps and AckedKbps are smoothed over the older half
+	// of the sent and received windows.
+	SentKbps, ReceivedKbps, AckedKbps float32
+}
+
+// Stats returns the estimates as of the last Update (RTT: the last ack).
+func (e *Endpoint) Stats() Stats {
+	e.commit()
+	return e.stats
+}
+
+// addRTTSample records the RTT of sent packet seq, sent at sentTime, which
+// was just acked. Every float32 operation is rounded as the C library's
+// (the explicit conversions also keep the compiler from fusing them).
+func (e *Endpoint) addRTTSample(seq uint16, sentTime float64) {
+	rtt := float32(float32(e.now-sentTime) * 1000)
+	e.rttHistory[int(seq)%len(e.rttHistory)] = rtt
+	s := &e.stats
+	if (s.RTT == 0 && rtt > 0) || math.Abs(float64(s.RTT-rtt)) < 0.00001 {
+		s.RTT = rtt
+	} else {
+		s.RTT += float32((rtt - s.RTT) * e.cfg.RTTSmoothingFactor)
+	}
+}
+
+// UpdateSeconds is Update with the time in seconds as a float64, the C
+// library's unit: the vectors drive it with their exact times.
+func (e *Endpoint) UpdateSeconds(now float64) {
+	e.commit()
+	e.now = now
+	e.updateRTT()
+	e.updateLoss()
+	e.updateBandwidth()
+}
+
+// updateRTT recomputes min, max, average and jitter over the RTT history.
+func (e *Endpoint) updateRTT() {
+	s := &e.stats
+	minRTT, maxRTT, sum := float32(10000), float32(0), float32(0)
+	count := 0
+	for _, r := range e.rttHistory {
+		if r < 0 {
+			continue
+		}
+		minRTT = min(minRTT, r)
+		maxRTT = max(maxRTT, r)
+		sum = float32(sum + r)
+		count++
+	}
+	if minRTT == 10000 {
+		minRTT = 0
+	}
+	s.RTTMin, s.RTTMax, s.RTTAvg = minRTT, maxRTT, 0
+	s.JitterAvgVsMinRTT, s.JitterMaxVsMinRTT, s.JitterStddevVsAvgRTT = 0, 0, 0
+	if count == 0 {
+		return
+	}
+	s.RTTAvg = float32(sum / float32(count))
+
+	var jitterSum, jitterMax, devSum float32
+	for _, r := range e.rttHistory {
+		if r < 0 {
+			continue
+		}
+		d := float32(r - s.RTTMin)
+		jitterSum = float32(jitterSum + d)
+		jitterMax = max(jitterMax, d)
+		dev := float32(r - s.RTTAvg)
+		devSum = float32(devSum + float32(dev*dev))
+	}
+	s.JitterAvgVsMinRTT = float32(jitterSum / float32(count))
+	s.JitterMaxVsMinRTT = jitterMax
+	s.JitterStddevVsAvgRTT = float32(math.Pow(float64(float32(devSum/float32(count))), 0.5))
+}
+
+// olderHalf returns the first sequence and the length of the older half of
+// a window of n entries ending before next: the part the loss and
+// bandwidth estimates look at.
+func olderHalf(next uint16, n int) (uint16, int) {
+	return uint16(int(next) - n), n / 2
+}
+
+// smooth moves *v towards sample as the C library does.
+func smooth(v *float32, sample, factor float32) {
+	if math.Abs(float64(*v-sample)) > 0.00001 {
+		*v += float32((sample - *v) * factor)
+	} else {
+		*v = sample
+	}
+}
+
+// updateLoss recomputes the packet loss.
+func (e *Endpoint) updateLoss() {
+	first, n := olderHalf(e.sent.sequence, len(e.sent.slots))
+	sent, dropped := 0, 0
+	for i := 0; i < n; i++ {
+		j := e.sent.find(first + uint16(i))
+		if j < 0 {
+			continue
+		}
+		sent++
+		if !e.sentData[j].acked {
+			dropped++
+		}
+	}
+	if sent == 0 {
+		e.stats.PacketLoss = 0
+		return
+	}
+	loss := float32(float32(dropped)/float32(sent)) * 100
+	smooth(&e.stats.PacketLoss, loss, e.cfg.PacketLossSmoothingFactor)
+}
+
+// bandwidth accumulates packets for one bandwidth estimate.
+type bandwidth struct {
+	bytes         int
+	start, finish float64
+}
+
+func newBandwidth() bandwidth { return bandwidth{start: math.MaxFloat32} }
+
+func (b *bandwidth) add(bytes uint32, t float64) {
+	b.bytes += int(bytes)
+	if t < b.start {
+		b.start = t
+	}
+	if t > b.finish {
+		b.finish = t
+	}
+}
+
+// update smooths *v towards the accumulated rate; with no time span (fewer
+// than two distinct times) it leaves *v unchanged.
+func (b *bandwidth) update(v *float32, factor float32) {
+	if b.start == math.MaxFloat32 || b.finish <= b.start {
+		return
+	}
+	kbps := float32(float64(b.bytes) / (b.finish - b.start) * 8 / 1000)
+	smooth(v, kbps, factor)
+}
+
+// updateBandwidth recomputes the three bandwidth estimates.
+func (e *Endpoint) updateBandwidth() {
+	sent, acked := newBandwidth(), newBandwidth()
+	first, n := olderHalf(e.sent.sequence, len(e.sent.slots))
+	for i := 0; i < n; i++ {
+		j := e.sent.find(first + uint16(i))
+		if j < 0 {
+			continue
+		}
+		r := &e.sentData[j]
+		sent.add(r.bytes, r.time)
+		if r.acked {
+			acked.add(r.bytes, r.time)
+		}
+	}
+	received := newBandwidth()
+	first, n = olderHalf(e.recv.sequence, len(e.recv.slots))
+	for i := 0; i < n; i++ {
+		if j := e.recv.find(first + uint16(i)); j >= 0 {
+			received.add(e.recvData[j].bytes, e.recvData[j].time)
+		}
+	}
+	factor := e.cfg.BandwidthSmoothingFactor
+	sent.update(&e.stats.SentKbps, factor)
+	received.update(&e.stats.ReceivedKbps, factor)
+	acked.update(&e.stats.AckedKbps, factor)
+}
