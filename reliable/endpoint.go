@@ -26,9 +26,15 @@ type Endpoint struct {
 	fragData []reassembly
 
 	rttHistory []float32
-	stats      Stats
-	counters   Counters
-	drops      [NumDropReasons]uint64
+	// rttHistoryChanged says a sample arrived since the last Update;
+	// rttSnapshot is the history at the last Update that saw a change,
+	// and rttStatsStale says Stats has not yet computed its figures.
+	rttHistoryChanged bool
+	rttSnapshot       []float32
+	rttStatsStale     bool
+	stats             Stats
+	counters          Counters
+	drops             [NumDropReasons]uint64
 
 	// pending is the packet the last Receive delivered, recorded (acked,
 	// its acks processed) by the next call of any other method unless
@@ -80,17 +86,18 @@ func New(cfg Config, pool *Pool) (*Endpoint, error) {
 		return nil, errPoolBuffers(pool.bufferBytes, cfg.ReassemblyBufferBytes())
 	}
 	e := &Endpoint{
-		cfg:        cfg,
-		pool:       pool,
-		acks:       make([]uint16, 0, cfg.AckBufferSize),
-		sent:       newSeqBuffer(cfg.SentPacketsBufferSize),
-		sentData:   make([]sentRecord, cfg.SentPacketsBufferSize),
-		recv:       newSeqBuffer(cfg.ReceivedPacketsBufferSize),
-		recvData:   make([]recvRecord, cfg.ReceivedPacketsBufferSize),
-		frag:       newSeqBuffer(cfg.FragmentReassemblyBufferSize),
-		fragData:   make([]reassembly, cfg.FragmentReassemblyBufferSize),
-		rttHistory: make([]float32, cfg.RTTHistorySize),
-		delivered:  -1,
+		cfg:         cfg,
+		pool:        pool,
+		acks:        make([]uint16, 0, cfg.AckBufferSize),
+		sent:        newSeqBuffer(cfg.SentPacketsBufferSize),
+		sentData:    make([]sentRecord, cfg.SentPacketsBufferSize),
+		recv:        newSeqBuffer(cfg.ReceivedPacketsBufferSize),
+		recvData:    make([]recvRecord, cfg.ReceivedPacketsBufferSize),
+		frag:        newSeqBuffer(cfg.FragmentReassemblyBufferSize),
+		fragData:    make([]reassembly, cfg.FragmentReassemblyBufferSize),
+		rttHistory:  make([]float32, cfg.RTTHistorySize),
+		rttSnapshot: make([]float32, cfg.RTTHistorySize),
+		delivered:   -1,
 	}
 	for i := range e.fragData {
 		e.fragData[i].buf = -1

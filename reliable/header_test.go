@@ -45,10 +45,10 @@ func TestReadHeaderAcceptsNonCanonical(t *testing.T) {
 		in   string
 		want reliable.Header
 	}{
-		{"220a0001ff", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},    // explicit 0xFF byte
-		{"000a000900", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},    // 16-bit ack, difference 1
-		{"e00a0001", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},      // prefix bits 6 and 7
-		{"200a000199", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},    // trailing payload
+		{"220a0001ff", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},      // explicit 0xFF byte
+		{"000a000900", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},      // 16-bit ack, difference 1
+		{"e00a0001", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},        // prefix bits 6 and 7
+		{"200a000199", reliable.Header{Sequence: 10, Ack: 9, AckBits: 0xFFFFFFFF}},      // trailing payload
 		{"20ffff05", reliable.Header{Sequence: 65535, Ack: 65530, AckBits: 0xFFFFFFFF}}, // ack below the wrap
 	}
 	for _, tt := range tests {

@@ -13,10 +13,17 @@ const emptySlot = 0xFFFFFFFF
 type seqBuffer struct {
 	sequence uint16
 	slots    []uint32
+	// mask is len(slots)-1 when that is a power of two (the usual case:
+	// the estimates look up hundreds of slots per Update, and a mask is
+	// cheaper than a division), else -1.
+	mask int
 }
 
 func newSeqBuffer(n int) seqBuffer {
-	b := seqBuffer{slots: make([]uint32, n)}
+	b := seqBuffer{slots: make([]uint32, n), mask: -1}
+	if n&(n-1) == 0 {
+		b.mask = n - 1
+	}
 	b.reset()
 	return b
 }
@@ -29,7 +36,12 @@ func (b *seqBuffer) reset() {
 }
 
 // index returns the slot of sequence s.
-func (b *seqBuffer) index(s uint16) int { return int(s) % len(b.slots) }
+func (b *seqBuffer) index(s uint16) int {
+	if b.mask >= 0 {
+		return int(s) & b.mask
+	}
+	return int(s) % len(b.slots)
+}
 
 // exists reports whether sequence s is held.
 func (b *seqBuffer) exists(s uint16) bool { return b.slots[b.index(s)] == uint32(s) }

@@ -28,6 +28,10 @@ type Stats struct {
 // Stats returns the estimates as of the last Update (RTT: the last ack).
 func (e *Endpoint) Stats() Stats {
 	e.commit()
+	if e.rttStatsStale {
+		e.rttStatsStale = false
+		e.updateRTT(e.rttSnapshot)
+	}
 	return e.stats
 }
 
@@ -37,6 +41,7 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) addRTTSample(seq uint16, sentTime float64) {
 	rtt := float32(float32(e.now-sentTime) * 1000)
 	e.rttHistory[int(seq)%len(e.rttHistory)] = rtt
+	e.rttHistoryChanged = true
 	s := &e.stats
 	if (s.RTT == 0 && rtt > 0) || math.Abs(float64(s.RTT-rtt)) < 0.00001 {
 		s.RTT = rtt
@@ -50,22 +55,33 @@ func (e *Endpoint) addRTTSample(seq uint16, sentTime float64) {
 func (e *Endpoint) UpdateSeconds(now float64) {
 	e.commit()
 	e.now = now
-	e.updateRTT()
-	e.updateLoss()
-	e.updateBandwidth()
+	if e.rttHistoryChanged {
+		// The RTT figures depend on the history alone: keep it as it is
+		// now and compute them when Stats asks (two passes over 512
+		// samples would be most of an Update's cost).
+		e.rttHistoryChanged = false
+		copy(e.rttSnapshot, e.rttHistory)
+		e.rttStatsStale = true
+	}
+	e.updateSent()
+	e.updateReceived()
 }
 
-// updateRTT recomputes min, max, average and jitter over the RTT history.
-func (e *Endpoint) updateRTT() {
+// updateRTT computes min, max, average and jitter over an RTT history.
+func (e *Endpoint) updateRTT(history []float32) {
 	s := &e.stats
 	minRTT, maxRTT, sum := float32(10000), float32(0), float32(0)
 	count := 0
-	for _, r := range e.rttHistory {
+	for _, r := range history {
 		if r < 0 {
 			continue
 		}
-		minRTT = min(minRTT, r)
-		maxRTT = max(maxRTT, r)
+		if r < minRTT {
+			minRTT = r
+		}
+		if r > maxRTT {
+			maxRTT = r
+		}
 		sum = float32(sum + r)
 		count++
 	}
@@ -80,13 +96,15 @@ func (e *Endpoint) updateRTT() {
 	s.RTTAvg = float32(sum / float32(count))
 
 	var jitterSum, jitterMax, devSum float32
-	for _, r := range e.rttHistory {
+	for _, r := range history {
 		if r < 0 {
 			continue
 		}
 		d := float32(r - s.RTTMin)
 		jitterSum = float32(jitterSum + d)
-		jitterMax = max(jitterMax, d)
+		if d > jitterMax {
+			jitterMax = d
+		}
 		dev := float32(r - s.RTTAvg)
 		devSum = float32(devSum + float32(dev*dev))
 	}
@@ -109,28 +127,6 @@ func smooth(v *float32, sample, factor float32) {
 	} else {
 		*v = sample
 	}
-}
-
-// updateLoss recomputes the packet loss.
-func (e *Endpoint) updateLoss() {
-	first, n := olderHalf(e.sent.sequence, len(e.sent.slots))
-	sent, dropped := 0, 0
-	for i := 0; i < n; i++ {
-		j := e.sent.find(first + uint16(i))
-		if j < 0 {
-			continue
-		}
-		sent++
-		if !e.sentData[j].acked {
-			dropped++
-		}
-	}
-	if sent == 0 {
-		e.stats.PacketLoss = 0
-		return
-	}
-	loss := float32(float32(dropped)/float32(sent)) * 100
-	smooth(&e.stats.PacketLoss, loss, e.cfg.PacketLossSmoothingFactor)
 }
 
 // bandwidth accumulates packets for one bandwidth estimate.
@@ -161,9 +157,11 @@ func (b *bandwidth) update(v *float32, factor float32) {
 	smooth(v, kbps, factor)
 }
 
-// updateBandwidth recomputes the three bandwidth estimates.
-func (e *Endpoint) updateBandwidth() {
+// updateSent recomputes the packet loss and the sent and acked bandwidth,
+// in one pass over the older half of the sent window.
+func (e *Endpoint) updateSent() {
 	sent, acked := newBandwidth(), newBandwidth()
+	packets, dropped := 0, 0
 	first, n := olderHalf(e.sent.sequence, len(e.sent.slots))
 	for i := 0; i < n; i++ {
 		j := e.sent.find(first + uint16(i))
@@ -171,20 +169,33 @@ func (e *Endpoint) updateBandwidth() {
 			continue
 		}
 		r := &e.sentData[j]
+		packets++
 		sent.add(r.bytes, r.time)
 		if r.acked {
 			acked.add(r.bytes, r.time)
+		} else {
+			dropped++
 		}
 	}
+	if packets == 0 {
+		e.stats.PacketLoss = 0
+	} else {
+		loss := float32(float32(dropped)/float32(packets)) * 100
+		smooth(&e.stats.PacketLoss, loss, e.cfg.PacketLossSmoothingFactor)
+	}
+	factor := e.cfg.BandwidthSmoothingFactor
+	sent.update(&e.stats.SentKbps, factor)
+	acked.update(&e.stats.AckedKbps, factor)
+}
+
+// updateReceived recomputes the received bandwidth.
+func (e *Endpoint) updateReceived() {
 	received := newBandwidth()
-	first, n = olderHalf(e.recv.sequence, len(e.recv.slots))
+	first, n := olderHalf(e.recv.sequence, len(e.recv.slots))
 	for i := 0; i < n; i++ {
 		if j := e.recv.find(first + uint16(i)); j >= 0 {
 			received.add(e.recvData[j].bytes, e.recvData[j].time)
 		}
 	}
-	factor := e.cfg.BandwidthSmoothingFactor
-	sent.update(&e.stats.SentKbps, factor)
-	received.update(&e.stats.ReceivedKbps, factor)
-	acked.update(&e.stats.AckedKbps, factor)
+	received.update(&e.stats.ReceivedKbps, e.cfg.BandwidthSmoothingFactor)
 }
