@@ -197,7 +197,8 @@ func (e *Endpoint) Counters() Counters {
 	return e.counters
 }
 
-// Drops returns the datagrams Receive refused, by reason.
+// Drops returns the datagrams Receive refused, by reason; the DropNone
+// entry counts those it took (delivered or stored).
 func (e *Endpoint) Drops() [NumDropReasons]uint64 {
 	e.commit()
 	return e.drops

@@ -129,39 +129,25 @@ func smooth(v *float32, sample, factor float32) {
 	}
 }
 
-// bandwidth accumulates packets for one bandwidth estimate.
-type bandwidth struct {
-	bytes         int
-	start, finish float64
-}
-
-func newBandwidth() bandwidth { return bandwidth{start: math.MaxFloat32} }
-
-func (b *bandwidth) add(bytes uint32, t float64) {
-	b.bytes += int(bytes)
-	if t < b.start {
-		b.start = t
-	}
-	if t > b.finish {
-		b.finish = t
-	}
-}
-
-// update smooths *v towards the accumulated rate; with no time span (fewer
-// than two distinct times) it leaves *v unchanged.
-func (b *bandwidth) update(v *float32, factor float32) {
-	if b.start == math.MaxFloat32 || b.finish <= b.start {
+// kbps smooths *v towards the rate of bytes sent over [start, finish]; with
+// no time span (fewer than two distinct times) it leaves *v unchanged.
+func kbps(v *float32, bytes int, start, finish float64, factor float32) {
+	if start == math.MaxFloat32 || finish <= start {
 		return
 	}
-	kbps := float32(float64(b.bytes) / (b.finish - b.start) * 8 / 1000)
-	smooth(v, kbps, factor)
+	rate := float32(float64(bytes) / (finish - start) * 8 / 1000)
+	smooth(v, rate, factor)
 }
+
+// The loops below keep their sums in locals: accumulating through a
+// struct in memory made each iteration wait for the last one's store.
 
 // updateSent recomputes the packet loss and the sent and acked bandwidth,
 // in one pass over the older half of the sent window.
 func (e *Endpoint) updateSent() {
-	sent, acked := newBandwidth(), newBandwidth()
-	packets, dropped := 0, 0
+	var packets, dropped, sentBytes, ackedBytes int
+	sentStart, sentFinish := float64(math.MaxFloat32), 0.0
+	ackedStart, ackedFinish := float64(math.MaxFloat32), 0.0
 	first, n := olderHalf(e.sent.sequence, len(e.sent.slots))
 	for i := 0; i < n; i++ {
 		j := e.sent.find(first + uint16(i))
@@ -170,11 +156,23 @@ func (e *Endpoint) updateSent() {
 		}
 		r := &e.sentData[j]
 		packets++
-		sent.add(r.bytes, r.time)
-		if r.acked {
-			acked.add(r.bytes, r.time)
-		} else {
+		sentBytes += int(r.bytes)
+		if r.time < sentStart {
+			sentStart = r.time
+		}
+		if r.time > sentFinish {
+			sentFinish = r.time
+		}
+		if !r.acked {
 			dropped++
+			continue
+		}
+		ackedBytes += int(r.bytes)
+		if r.time < ackedStart {
+			ackedStart = r.time
+		}
+		if r.time > ackedFinish {
+			ackedFinish = r.time
 		}
 	}
 	if packets == 0 {
@@ -184,18 +182,25 @@ func (e *Endpoint) updateSent() {
 		smooth(&e.stats.PacketLoss, loss, e.cfg.PacketLossSmoothingFactor)
 	}
 	factor := e.cfg.BandwidthSmoothingFactor
-	sent.update(&e.stats.SentKbps, factor)
-	acked.update(&e.stats.AckedKbps, factor)
+	kbps(&e.stats.SentKbps, sentBytes, sentStart, sentFinish, factor)
+	kbps(&e.stats.AckedKbps, ackedBytes, ackedStart, ackedFinish, factor)
 }
 
 // updateReceived recomputes the received bandwidth.
 func (e *Endpoint) updateReceived() {
-	received := newBandwidth()
+	bytes, start, finish := 0, float64(math.MaxFloat32), 0.0
 	first, n := olderHalf(e.recv.sequence, len(e.recv.slots))
 	for i := 0; i < n; i++ {
 		if j := e.recv.find(first + uint16(i)); j >= 0 {
-			received.add(e.recvData[j].bytes, e.recvData[j].time)
+			r := &e.recvData[j]
+			bytes += int(r.bytes)
+			if r.time < start {
+				start = r.time
+			}
+			if r.time > finish {
+				finish = r.time
+			}
 		}
 	}
-	received.update(&e.stats.ReceivedKbps, e.cfg.BandwidthSmoothingFactor)
+	kbps(&e.stats.ReceivedKbps, bytes, start, finish, e.cfg.BandwidthSmoothingFactor)
 }
