@@ -191,3 +191,57 @@ func TestResetKeepsEstimates(t *testing.T) {
 		t.Errorf("Reset cleared the estimates: %+v", a.Stats())
 	}
 }
+
+// TestRefuseReassembled: a refused reassembled packet is forgotten, like
+// the C library's: its fragments sent again deliver it again.
+func TestRefuseReassembled(t *testing.T) {
+	a, b := mustNew(t, reliable.DefaultConfig(), nil), mustNew(t, reliable.DefaultConfig(), nil)
+	payload := payloadRule(3, 2500)
+	dgs := mustSend(t, a, payload)
+	for round := range 2 {
+		var d reliable.Delivery
+		for _, dg := range dgs {
+			d, _ = b.Receive(dg)
+		}
+		if !d.Delivered || !bytes.Equal(d.Payload, payload) {
+			t.Fatalf("round %d: not delivered", round)
+		}
+		if round == 0 && !b.Refuse() {
+			t.Fatal("Refuse after a reassembled delivery returned false")
+		}
+	}
+	if _, r := b.Receive(dgs[1]); r != reliable.DropFragmentOfReceivedPacket {
+		t.Errorf("fragment of the accepted packet: %v", r)
+	}
+}
+
+// TestOddBufferSizes: window sizes that do not divide 65536 index by
+// division (the C library's arithmetic), across the sequence wrap.
+func TestOddBufferSizes(t *testing.T) {
+	c := reliable.DefaultConfig()
+	c.SentPacketsBufferSize, c.ReceivedPacketsBufferSize, c.FragmentReassemblyBufferSize = 100, 77, 5
+	c.RTTHistorySize, c.AckBufferSize = 33, 7
+	a, b := mustNew(t, c, nil), mustNew(t, c, nil)
+	for i := range 66000 {
+		size := 10
+		if i%50 == 0 {
+			size = 3000
+		}
+		payload := payloadRule(uint64(i), size)
+		var d reliable.Delivery
+		for _, dg := range mustSend(t, a, payload) {
+			d, _ = b.Receive(dg)
+		}
+		if !d.Delivered || !bytes.Equal(d.Payload, payload) {
+			t.Fatalf("packet %d not delivered", i)
+		}
+		if _, r := b.Receive(nil); r != reliable.DropHeaderTruncated {
+			t.Fatalf("empty datagram: %v", r)
+		}
+		a.Receive(mustSend(t, b, []byte{1})[0])
+		if got := a.Acks(); len(got) != 1 || got[0] != uint16(i) {
+			t.Fatalf("packet %d: acks %v", i, got)
+		}
+		a.ClearAcks()
+	}
+}
