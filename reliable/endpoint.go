@@ -149,18 +149,6 @@ func (e *Endpoint) Send(payload []byte) (Packet, error) {
 	return p, nil
 }
 
-// ackHeader returns the header for a packet of sequence seq: the newest
-// received sequence and the 32 behind it.
-func (e *Endpoint) ackHeader(seq uint16) Header {
-	h := Header{Sequence: seq, Ack: e.recv.sequence - 1}
-	for i := 0; i < 32; i++ {
-		if e.recv.exists(h.Ack - uint16(i)) {
-			h.AckBits |= 1 << i
-		}
-	}
-	return h
-}
-
 // Refuse tells the endpoint that the application did not accept the packet
 // the last Receive delivered (the C library's process callback returning
 // 0): it is not recorded as received, so it is never acked and its header's
@@ -230,35 +218,3 @@ func (e *Endpoint) Reset() {
 
 // PoolBuffers returns the number of pool buffers the endpoint holds.
 func (e *Endpoint) PoolBuffers() int { return e.held }
-
-// commit records the pending packet (see Refuse): the accept branch of
-// reliable_endpoint_receive_packet after the process callback.
-func (e *Endpoint) commit() {
-	if !e.pending.valid {
-		return
-	}
-	e.pending.valid = false
-	h := e.pending.header
-	if i := e.recv.insert(h.Sequence); i >= 0 { // always: Receive checked
-		e.recvData[i] = recvRecord{time: e.now, bytes: uint32(e.cfg.PacketHeaderSize + e.pending.datagramBytes)}
-	}
-	e.frag.advance(h.Sequence, e.releaseSlot)
-	bits := h.AckBits
-	for i := 0; i < 32; i, bits = i+1, bits>>1 {
-		if bits&1 == 0 {
-			continue
-		}
-		seq := h.Ack - uint16(i)
-		j := e.sent.find(seq)
-		if j < 0 || e.sentData[j].acked {
-			continue
-		}
-		if len(e.acks) == cap(e.acks) {
-			continue // full: the C library drops the ack, the packet stays unacked
-		}
-		e.acks = append(e.acks, seq)
-		e.counters[PacketsAcked]++
-		e.sentData[j].acked = true
-		e.addRTTSample(seq, e.sentData[j].time)
-	}
-}

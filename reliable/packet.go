@@ -97,19 +97,3 @@ func (p *Packet) WriteDatagram(i int, dst []byte) (int, error) {
 	copy(dst[off:], p.fragmentData(i))
 	return n, nil
 }
-
-// Delivery is what Receive hands to the application.
-type Delivery struct {
-	// Delivered is true when a packet arrived whole: Payload holds it.
-	// It is false for a fragment that was stored and for every drop.
-	Delivered bool
-	// Sequence is the packet's sequence.
-	Sequence uint16
-	// Fragments is the number of fragments the packet came in, 0 for a
-	// regular packet.
-	Fragments int
-	// Payload is the packet, possibly empty. A regular packet's payload
-	// aliases the datagram given to Receive; a reassembled one aliases a
-	// buffer of the endpoint, valid until its next Receive or Reset.
-	Payload []byte
-}
