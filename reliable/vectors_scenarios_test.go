@@ -80,13 +80,19 @@ func (p *pair) receive(i int, datagram []byte) []jsonDelivered {
 	return []jsonDelivered{out}
 }
 
-// send sends payload from endpoint i and returns its datagrams.
+// send sends payload from endpoint i and returns the sequence it was
+// given (or would have been, for a payload too large to send) and its
+// datagrams.
 func (p *pair) send(i int, payload []byte) (uint16, [][]byte) {
+	seq := p.ep[i].NextSequence()
 	pk, err := p.ep[i].Send(payload)
 	if err != nil {
-		return 0, nil
+		return seq, nil
 	}
-	return pk.Sequence(), datagrams(p.t, pk)
+	if pk.Sequence() != seq {
+		p.t.Fatalf("Send used sequence %d, NextSequence said %d", pk.Sequence(), seq)
+	}
+	return seq, datagrams(p.t, pk)
 }
 
 // pump runs the vectors' pump op and returns the acks and deliveries per
