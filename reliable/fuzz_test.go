@@ -55,19 +55,15 @@ func fuzzConfig() reliable.Config {
 
 // FuzzReassembly sends packets through random loss, duplication and
 // reordering against a model: whatever is delivered is byte-exact and
-// delivered at most once, and every packet whose fragments all arrived in
-// a short enough span is delivered.
+// delivered at most once. When the packets fit the reassembly window and
+// the endpoint has a buffer per slot, sending everything again in order
+// then delivers every packet not yet delivered.
 func FuzzReassembly(f *testing.F) {
-	f.Add([]byte{3, 100, 7, 200, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	f.Add([]byte{1, 255, 0, 0, 0, 0})
+	f.Add([]byte{0, 3, 100, 7, 200, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{0, 1, 255, 0, 0, 0, 0})
+	f.Add([]byte{1, 20, 0x5a, 0x13, 0xff, 0x00, 9, 8, 7, 6, 5, 4, 3, 2, 1})
 	f.Add(bytes.Repeat([]byte{0x5a, 0x13, 0xff, 0x00}, 40))
 	f.Fuzz(func(t *testing.T, script []byte) {
-		c := fuzzConfig()
-		tx, err := reliable.New(c, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rx, _ := reliable.New(c, nil)
 		next := func() byte {
 			if len(script) == 0 {
 				return 0
@@ -76,14 +72,28 @@ func FuzzReassembly(f *testing.F) {
 			script = script[1:]
 			return b
 		}
-		// Up to 8 packets of 0..511 bytes.
+		c := fuzzConfig()
+		flags := next()
+		var pool *reliable.Pool // private: never exhausted
+		if flags&1 != 0 {
+			pool, _ = reliable.NewPool(c, 3, 2)
+		}
+		tx, err := reliable.New(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rx, err := reliable.New(c, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Up to 24 packets of 0..511 bytes (the window holds 8).
 		sent := map[uint16][]byte{}
 		type dgram struct {
 			seq  uint16
 			data []byte
 		}
-		var pool []dgram
-		for n := int(next()%8) + 1; n > 0; n-- {
+		var all []dgram
+		for n := int(next()%24) + 1; n > 0; n-- {
 			size := int(binary.LittleEndian.Uint16([]byte{next(), next()})) % c.MaxPacketSize
 			payload := payloadRule(uint64(len(sent)), size)
 			p, err := tx.Send(payload)
@@ -92,49 +102,44 @@ func FuzzReassembly(f *testing.F) {
 			}
 			sent[p.Sequence()] = payload
 			for _, d := range datagrams(t, p) {
-				pool = append(pool, dgram{p.Sequence(), d})
+				all = append(all, dgram{p.Sequence(), d})
 			}
 		}
-		// Deliver: each script byte picks a datagram (dup/reorder), 0xff
-		// skips; what is never picked is lost.
 		got := map[uint16]int{}
-		for len(script) > 0 {
-			b := next()
-			if b == 0xff {
-				continue
-			}
-			dg := pool[int(b)%len(pool)]
+		receive := func(dg dgram) {
 			d, r := rx.Receive(dg.data)
-			if r >= reliable.NumDropReasons {
-				t.Fatalf("drop reason %d", r)
+			if r >= reliable.NumDropReasons || (d.Delivered && r != reliable.DropNone) {
+				t.Fatalf("drop reason %d, delivered %v", r, d.Delivered)
 			}
 			if !d.Delivered {
-				continue
+				return
 			}
-			want, ok := sent[d.Sequence]
-			if !ok || d.Sequence != dg.seq || !bytes.Equal(d.Payload, want) {
+			if d.Sequence != dg.seq || !bytes.Equal(d.Payload, sent[d.Sequence]) {
 				t.Fatalf("delivered sequence %d (%d bytes) is not what was sent", d.Sequence, len(d.Payload))
 			}
 			if got[d.Sequence]++; got[d.Sequence] > 1 {
 				t.Fatalf("sequence %d delivered twice", d.Sequence)
 			}
 		}
-		// Everything again in order: every packet not yet delivered is now.
-		for _, dg := range pool {
-			if d, _ := rx.Receive(dg.data); d.Delivered {
-				if !bytes.Equal(d.Payload, sent[d.Sequence]) {
-					t.Fatalf("in-order delivery of %d not byte-exact", d.Sequence)
+		// Each script byte picks a datagram (so duplicates and any order),
+		// 0xff skips; what is never picked is lost.
+		for len(script) > 0 {
+			if b := next(); b != 0xff {
+				receive(all[int(b)%len(all)])
+			}
+		}
+		for _, dg := range all {
+			receive(dg)
+		}
+		if pool == nil && len(sent) <= c.FragmentReassemblyBufferSize {
+			for s := range sent {
+				if got[s] != 1 {
+					t.Fatalf("sequence %d delivered %d times", s, got[s])
 				}
-				got[d.Sequence]++
 			}
 		}
-		for s := range sent {
-			if got[s] != 1 {
-				t.Fatalf("sequence %d delivered %d times", s, got[s])
-			}
-		}
-		if rx.PoolBuffers() > c.FragmentReassemblyBufferSize {
-			t.Fatalf("%d buffers held", rx.PoolBuffers())
+		if pool != nil && (rx.PoolBuffers() > 2 || pool.Free()+rx.PoolBuffers() != 3) {
+			t.Fatalf("holding %d buffers, %d free", rx.PoolBuffers(), pool.Free())
 		}
 	})
 }
