@@ -20,8 +20,11 @@ type Delivery struct {
 // (a regular packet, or the last missing fragment of one) it returns it as
 // a Delivery; the packet counts as accepted, and is recorded for acks,
 // unless Refuse is called next. A stored fragment returns an undelivered
-// Delivery and DropNone. A refused datagram returns its DropReason and
-// changes nothing but counters (the C library's checks, in its order).
+// Delivery and DropNone. A refused datagram returns its DropReason (the C
+// library's checks, in its order) and changes nothing but counters, with
+// one exception: before DropReassemblyPoolExhausted, a fragment newer than
+// any seen has moved the fragment window as the C library would, evicting
+// the reassemblies it passed (see Pool).
 //
 // A delivered payload aliases datagram (regular packet) or an endpoint
 // buffer valid until the next Receive or Reset (reassembled packet).
