@@ -17,7 +17,7 @@
 //   - No allocation after New, fragmented packets included: every buffer is
 //     sized by the Config up front. Reassembly buffers (16 KiB each by
 //     default) come from a Pool shared by many endpoints, since giving each
-//     endpoint its 64 would cost 1 MiB apiece; an endpoint alone takes under
+//     endpoint its 64 would cost 1 MiB apiece; an endpoint alone takes about
 //     20 KB with the default config (TestEndpointMemory measures it).
 //   - Bad input never panics and is counted by DropReason, in the C
 //     library's check order, with the C library's 11 counters beside.

