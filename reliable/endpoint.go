@@ -8,6 +8,8 @@ import "time"
 //
 // An Endpoint is not safe for concurrent use: it belongs to one goroutine
 // (the owner of the connection's slot), as does the Pool it draws from.
+// Reset it before dropping it or reusing it for another connection: the
+// pool buffers it holds only go back to a shared Pool that way.
 type Endpoint struct {
 	cfg  Config
 	pool *Pool
