@@ -84,6 +84,9 @@ func (c *Client) receiveReliable(payload []byte, now time.Time) {
 		c.stats.ReliableDrops[reason]++
 		return
 	}
+	if d.Evicted {
+		c.stats.ReliableDrops[reliable.DropReassemblyEvicted]++
+	}
 	if d.Delivered && !c.queue.push(d.Payload, uint64(d.Sequence)) {
 		r.ep.Refuse() // not acked: the server sees it lost
 		c.stats.Drops[ClientDropQueueFull]++

@@ -184,6 +184,9 @@ func (s *shard) relReceive(i int32, payload []byte) {
 		s.stats.ReliableDrops[r]++
 		return
 	}
+	if d.Evicted {
+		s.stats.ReliableDrops[reliable.DropReassemblyEvicted]++
+	}
 	if d.Delivered && !s.deliver(i, d.Payload, uint64(d.Sequence)) {
 		// Not acked either: the sender sees the packet as lost.
 		ep.Refuse()

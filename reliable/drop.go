@@ -72,6 +72,11 @@ const (
 	// share. Not in the C library (it allocates); no C counter.
 	DropReassemblyPoolExhausted
 
+	// DropReassemblyEvicted counts reassemblies in progress an endpoint
+	// gave up at its share of the pool for a newer packet's fragment (not
+	// a refused datagram: the fragment that evicted it was stored).
+	DropReassemblyEvicted
+
 	// NumDropReasons sizes per-reason counter arrays.
 	NumDropReasons
 )
@@ -98,6 +103,7 @@ var dropNames = [NumDropReasons]string{
 	DropFragmentOfReceivedPacket:   "fragment_of_received_packet",
 	DropReassembledTooLarge:        "reassembled_too_large",
 	DropReassemblyPoolExhausted:    "reassembly_pool_exhausted",
+	DropReassemblyEvicted:          "reassembly_evicted",
 }
 
 // String returns the reason's name as the vectors spell it.

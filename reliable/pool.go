@@ -18,11 +18,9 @@ import (
 // the C library's window rules say (it completes, a newer sequence moves
 // the fragment window past it or takes its slot, or the endpoint is reset).
 //
-// Sizing: a packet that lost a fragment holds its buffer until
-// FragmentReassemblyBufferSize newer packets have passed it (about a second
-// at 60 Hz by default), so under loss an endpoint receiving fragmented
-// packets every tick holds several at once; a perEndpoint share smaller
-// than that refuses new packets while old incomplete ones linger.
+// Sizing: perEndpoint bounds what one peer can hold; the pool's size
+// bounds the whole, and a pool smaller than perEndpoint × endpoints can be
+// emptied by peers that each hold their share.
 //
 // A Pool is not safe for concurrent use: the endpoints sharing it must be
 // owned by one goroutine (one engine shard).

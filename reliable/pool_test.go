@@ -28,9 +28,9 @@ func TestNewPoolArguments(t *testing.T) {
 	}
 }
 
-// TestPoolExhaustion pins the rule: a new reassembly is refused when the
-// pool or the endpoint's share is used up, and reassemblies in progress
-// are kept and complete.
+// TestPoolExhaustion pins the rule: at its share of the pool an endpoint
+// gives up its oldest reassembly for a newer packet and refuses an older
+// one; an empty pool refuses; reassemblies in progress complete.
 func TestPoolExhaustion(t *testing.T) {
 	c := reliable.DefaultConfig()
 	pool, err := reliable.NewPool(c, 2, 1)
@@ -40,17 +40,24 @@ func TestPoolExhaustion(t *testing.T) {
 	tx := mustNew(t, c, nil)
 	rx := [3]*reliable.Endpoint{mustNew(t, c, pool), mustNew(t, c, pool), mustNew(t, c, pool)}
 
-	first := payloadRule(1, 3000)
-	p0 := mustSend(t, tx, first)
-	p1 := mustSend(t, tx, payloadRule(2, 3000))
+	second := payloadRule(2, 3000)
+	p0 := mustSend(t, tx, payloadRule(1, 3000))
+	p1 := mustSend(t, tx, second)
 
 	// rx[0] starts packet 0 and holds its one allowed buffer.
 	if _, r := rx[0].Receive(p0[0]); r != reliable.DropNone {
 		t.Fatal(r)
 	}
-	// Its share is used: packet 1 is refused, packet 0 is not evicted.
-	if _, r := rx[0].Receive(p1[0]); r != reliable.DropReassemblyPoolExhausted {
-		t.Fatalf("second reassembly: %v, want pool exhausted", r)
+	// Its share is used: newer packet 1 takes the place of packet 0.
+	if d, r := rx[0].Receive(p1[0]); r != reliable.DropNone || !d.Evicted || pool.Free() != 1 {
+		t.Fatalf("newer packet at the share: %v, evicted %v, %d free; want stored, evicting packet 0", r, d.Evicted, pool.Free())
+	}
+	// Packet 0 is now older than all rx[0] holds: refused, nothing evicted.
+	if d, r := rx[0].Receive(p0[1]); r != reliable.DropReassemblyPoolExhausted || d.Evicted {
+		t.Fatalf("older packet at the share: %v, evicted %v; want pool exhausted", r, d.Evicted)
+	}
+	if n := rx[0].Drops()[reliable.DropReassemblyEvicted]; n != 1 {
+		t.Errorf("%d evictions counted, want 1", n)
 	}
 	// rx[1] takes the last buffer; rx[2] finds none.
 	rx[1].Receive(p1[1])
@@ -60,12 +67,12 @@ func TestPoolExhaustion(t *testing.T) {
 	if rx[2].Drops()[reliable.DropReassemblyPoolExhausted] != 1 || rx[2].Counters() != (reliable.Counters{}) {
 		t.Errorf("drops %v counters %v", rx[2].Drops(), rx[2].Counters())
 	}
-	// Packet 0 completes on rx[0].
+	// Packet 1 completes on rx[0].
 	var d reliable.Delivery
-	for _, dg := range p0[1:] {
+	for _, dg := range p1[1:] {
 		d, _ = rx[0].Receive(dg)
 	}
-	if !d.Delivered || !bytes.Equal(d.Payload, first) {
+	if !d.Delivered || !bytes.Equal(d.Payload, second) {
 		t.Fatal("packet in progress did not complete")
 	}
 	// Its buffer returns on rx[0]'s next Receive; Reset returns rx[1]'s.

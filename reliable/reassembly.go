@@ -88,12 +88,16 @@ func (e *Endpoint) receiveFragment(datagram []byte) (Delivery, DropReason) {
 		return Delivery{}, DropFragmentOfReceivedPacket
 	}
 	i := e.frag.find(f.sequence)
+	evicted := false
 	if i < 0 {
 		if i = e.frag.insertCleanup(f.sequence, e.releaseSlot); i < 0 {
 			e.counters[FragmentsInvalid]++
 			return Delivery{}, DropFragmentStale
 		}
 		buf := int32(-1)
+		if e.held >= e.pool.perEndpoint {
+			evicted = e.evictOldest(f.sequence, i)
+		}
 		if e.held < e.pool.perEndpoint {
 			buf = e.pool.get()
 		}
@@ -137,6 +141,7 @@ func (e *Endpoint) receiveFragment(datagram []byte) (Delivery, DropReason) {
 		d, r = e.complete(i, f.sequence)
 	}
 	e.counters[FragmentsReceived]++
+	d.Evicted = evicted
 	return d, r
 }
 
@@ -168,6 +173,32 @@ func (e *Endpoint) complete(i int, seq uint16) (Delivery, DropReason) {
 		e.releaseReassembly(i)
 	}
 	return d, r
+}
+
+// evictOldest frees the endpoint's oldest reassembly in progress (other
+// than slot keep) if it is older than seq: at its share of the pool, a
+// packet newer than all it holds replaces the oldest, which has most
+// likely lost a fragment (a packet's fragments leave in one batch). Only
+// the endpoint's own reassemblies are touched, so a peer sending junk
+// fragments evicts nothing but its own packets.
+func (e *Endpoint) evictOldest(seq uint16, keep int) bool {
+	oldest, age := -1, uint16(0)
+	for j := range e.fragData {
+		s := e.frag.slots[j]
+		if j == keep || s == emptySlot || e.fragData[j].buf < 0 {
+			continue
+		}
+		if a := seq - uint16(s); sequenceGreater(seq, uint16(s)) && a > age {
+			oldest, age = j, a
+		}
+	}
+	if oldest < 0 {
+		return false
+	}
+	e.releaseReassembly(oldest)
+	e.frag.slots[oldest] = emptySlot
+	e.drops[DropReassemblyEvicted]++
+	return true
 }
 
 // releaseReassembly returns slot i's buffer, if any, to the pool.

@@ -10,6 +10,9 @@ type Delivery struct {
 	// Fragments is the number of fragments the packet came in, 0 for a
 	// regular packet.
 	Fragments int
+	// Evicted is set when storing this fragment made the endpoint give up
+	// its oldest packet in reassembly, at its share of the pool (see Pool).
+	Evicted bool
 	// Payload is the packet, possibly empty. A regular packet's payload
 	// aliases the datagram given to Receive; a reassembled one aliases a
 	// buffer of the endpoint, valid until its next Receive or Reset.
