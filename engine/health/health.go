@@ -36,6 +36,7 @@ var (
 const (
 	BodyLive        = "ok\n"
 	BodyStalled     = "shard stalled\n"
+	BodyHung        = "game hung\n"
 	BodyReady       = "ready\n"
 	BodyDraining    = "not ready: draining\n"
 	BodyNotRunning  = "not ready: stopped\n"
@@ -57,6 +58,24 @@ func Liveness(srv LiveChecker, stall time.Duration) http.Handler {
 			return http.StatusOK, BodyLive
 		}
 		return http.StatusServiceUnavailable, BodyStalled
+	})
+}
+
+// LivenessAnd is Liveness with the application's own check as well: it
+// answers 503 "game hung" while live reports false (the dedicated runner
+// passes its watchdog over the game's calls).
+func LivenessAnd(srv LiveChecker, stall time.Duration, live func() bool) http.Handler {
+	if stall < time.Millisecond || stall > maxStall {
+		stall = DefaultStall
+	}
+	return handler(func() (int, string) {
+		switch {
+		case !live():
+			return http.StatusServiceUnavailable, BodyHung
+		case !srv.Live(stall):
+			return http.StatusServiceUnavailable, BodyStalled
+		}
+		return http.StatusOK, BodyLive
 	})
 }
 
