@@ -36,6 +36,8 @@ func TestConfigErrors(t *testing.T) {
 		{"grace", func(c *dedicated.Config) { c.DrainGrace = -time.Second }, "Config.DrainGrace"},
 		{"grace long", func(c *dedicated.Config) { c.DrainGrace = 2 * time.Hour }, "Config.DrainGrace"},
 		{"stall", func(c *dedicated.Config) { c.LiveStall = time.Nanosecond }, "Config.LiveStall"},
+		{"game stall", func(c *dedicated.Config) { c.GameStall = time.Millisecond }, "Config.GameStall 1ms; allowed 10ms to 10m0s"},
+		{"game stall long", func(c *dedicated.Config) { c.GameStall = time.Hour }, "Config.GameStall 1h0m0s"},
 		{"agones shutdown", func(c *dedicated.Config) {
 			c.Agones = &dedicated.AgonesConfig{ShutdownTimeout: time.Hour}
 		}, "AgonesConfig.ShutdownTimeout"},

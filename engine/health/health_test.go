@@ -44,6 +44,9 @@ func TestHandlers(t *testing.T) {
 		{"stopped head", fake{}, readiness, "HEAD", 503, ""},
 		{"post", fake{ready: true}, readiness, "POST", 405, "method not allowed; use GET or HEAD\n"},
 		{"delete", fake{live: true}, liveness, "DELETE", 405, "method not allowed; use GET or HEAD\n"},
+		{"game live", fake{live: true}, livenessAnd(true), "GET", 200, health.BodyLive},
+		{"game hung", fake{live: true}, livenessAnd(false), "GET", 503, health.BodyHung},
+		{"game live, shard stalled", fake{}, livenessAnd(true), "GET", 503, health.BodyStalled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body, hdr := serve(t, tc.h(&tc.state), tc.method)
@@ -65,6 +68,10 @@ func TestHandlers(t *testing.T) {
 
 func liveness(f *fake) http.Handler  { return health.Liveness(f, time.Second) }
 func readiness(f *fake) http.Handler { return health.Readiness(f) }
+
+func livenessAnd(game bool) func(*fake) http.Handler {
+	return func(f *fake) http.Handler { return health.LivenessAnd(f, time.Second, func() bool { return game }) }
+}
 
 // stallProbe records the stall Liveness asks about.
 type stallProbe struct{ got time.Duration }
