@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,8 @@ func TestEcho(t *testing.T) {
 	if p.got[b] != 0 {
 		t.Fatalf("client b got %d payloads of a's echo", p.got[b])
 	}
-	for _, e := range []struct{ path, body string }{{"/healthz", health.BodyLive}, {"/readyz", health.BodyReady}} {
+	for _, e := range []struct{ path, body string }{{"/healthz", health.BodyLive},
+		{"/readyz", health.BodyReady + "connected_clients 2\nmax_clients " + strconv.Itoa(r.srv.MaxClients()) + "\n"}} {
 		if code, body := r.get(e.path); code != 200 || body != e.body {
 			t.Errorf("GET %s: %d %q", e.path, code, body)
 		}

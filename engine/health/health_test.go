@@ -125,9 +125,10 @@ func TestServerLifecycle(t *testing.T) {
 	if err := srv.Update(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	check("running", 200, 200, health.BodyReady)
+	const load = "connected_clients 0\nmax_clients 256\n"
+	check("running", 200, 200, health.BodyReady+load)
 	srv.Drain()
-	check("draining", 200, 503, health.BodyDraining)
+	check("draining", 200, 503, health.BodyDraining+load)
 	// A manual server whose loop stops calling Update stalls.
 	stalled := health.Liveness(srv, 20*time.Millisecond)
 	time.Sleep(40 * time.Millisecond)
@@ -135,5 +136,5 @@ func TestServerLifecycle(t *testing.T) {
 		t.Errorf("no Update for 40 ms, stall bound 20 ms: liveness %d; want 503", code)
 	}
 	srv.Close()
-	check("closed", 503, 503, health.BodyDraining)
+	check("closed", 503, 503, health.BodyDraining+load)
 }
