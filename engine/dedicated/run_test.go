@@ -144,7 +144,7 @@ func TestDrain(t *testing.T) {
 	// Readiness false at once: Drain is the first thing Run does.
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
 		code, body := r.get("/readyz")
-		if code == 503 && body == health.BodyDraining {
+		if code == 503 && strings.HasPrefix(body, health.BodyDraining) {
 			break
 		}
 		if time.Now().After(deadline) {
