@@ -33,13 +33,15 @@ func (g *hangGame) Tick(srv *engine.Server, now time.Time) {
 	}
 }
 
-// hang makes the next Tick block and returns when it does.
+// hang makes the next Tick block and returns, when it does, a time no
+// later than the watchdog saw the Tick begin.
 func (g *hangGame) hang(t *testing.T) time.Time {
 	t.Helper()
+	before := time.Now()
 	g.armed.Store(true)
 	select {
 	case <-g.in:
-		return time.Now()
+		return before
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Tick within 10 s")
 		return time.Time{}
