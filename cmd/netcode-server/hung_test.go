@@ -4,8 +4,10 @@ package main
 
 import (
 	"bufio"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,10 +37,11 @@ type hungGame struct{ dedicated.Game }
 func (hungGame) Tick(*engine.Server, time.Time) { time.Sleep(time.Hour) }
 
 // TestSIGTERMHungGame runs the command (the test binary in a child
-// process, its game hung from the first tick): /healthz turns 503 within
-// GameStall, and SIGTERM ends the process with a non-zero status within
-// Run's documented bound (drain grace 2 s + GameStall + the HTTP close),
-// not waiting for the game.
+// process, its game hung from the first tick) with a player connected:
+// /healthz turns 503 within GameStall, and SIGTERM ends the process with
+// a non-zero status within Run's documented bound (drain grace 2 s +
+// GameStall + the HTTP close), not waiting for the game. The player
+// plays on for the grace, as in any drain.
 func TestSIGTERMHungGame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the default GameStall; skipped with -short")
@@ -46,7 +49,9 @@ func TestSIGTERMHungGame(t *testing.T) {
 	const grace = 2 * time.Second
 	cmd := exec.Command(os.Args[0], "-protocol", "5eed", "-bind", "127.0.0.1:0", "-http", "127.0.0.1:0",
 		"-drain-grace", grace.String())
-	cmd.Env = []string{hungChildEnv + "=1", keyEnv + "=" + newKeyHex(t), "NETCODE_LOG_FORMAT=json"}
+	keyHex := newKeyHex(t)
+	key, _ := hex.DecodeString(keyHex)
+	cmd.Env = []string{hungChildEnv + "=1", keyEnv + "=" + keyHex, "NETCODE_LOG_FORMAT=json"}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -61,29 +66,40 @@ func TestSIGTERMHungGame(t *testing.T) {
 		exited <- <-exited
 	})
 	var logs syncBuf
-	httpAddr := make(chan string, 1)
+	serving := make(chan map[string]any, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			logs.Write(append(sc.Bytes(), '\n'))
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "netcode dedicated server serving" {
-				if a, ok := m["http"].(string); ok {
-					httpAddr <- a
-				}
+				serving <- m
 			}
 		}
 	}()
 	var web string
+	var public netip.AddrPort
 	select {
-	case a := <-httpAddr:
-		web = "http://" + a
+	case m := <-serving:
+		web = "http://" + m["http"].(string)
+		if public, err = netip.ParseAddrPort(m["public"].([]any)[0].(string)); err != nil {
+			t.Fatal(err)
+		}
 	case err := <-exited:
 		exited <- err
 		t.Fatalf("the command exited before serving: %v\n%s", err, logs.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the command did not serve within 30 s:\n%s", logs.String())
 	}
+	tok, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: 0x5eed, PrivateKey: key, ClientID: 1,
+		PublicAddresses: []netip.AddrPort{public}, ExpireSeconds: 60, TimeoutSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newClients(t)
+	p.dial(tok)
+	p.until(10*time.Second, "the player connected", func() bool { return p.clients[0].State() == engine.Connected })
+
 	began := time.Now()
 	for status(web+"/healthz") != 503 {
 		if time.Since(began) > dedicated.DefaultGameStall+5*time.Second {
@@ -98,19 +114,27 @@ func TestSIGTERMHungGame(t *testing.T) {
 		t.Fatal(err)
 	}
 	bound := grace + dedicated.DefaultGameStall + dedicated.HTTPShutdownTimeout
-	select {
-	case err := <-exited:
-		exited <- err
-		took := time.Since(began)
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() <= 0 {
-			t.Fatalf("exit after SIGTERM with the game hung: %v; want a non-zero status\n%s", err, logs.String())
+	var exitErr error
+	// The player plays on (its client updated) until the process ends.
+	p.until(bound+2*time.Second, "the exit after SIGTERM", func() bool {
+		select {
+		case exitErr = <-exited:
+			exited <- exitErr
+			return true
+		default:
+			return false
 		}
-		if !strings.Contains(logs.String(), "the game is hung") {
-			t.Errorf("no log line says the game is hung:\n%s", logs.String())
-		}
-		t.Logf("exited with status %d %v after SIGTERM (bound %v)", ee.ExitCode(), took.Round(time.Millisecond), bound)
-	case <-time.After(bound + 2*time.Second):
-		t.Fatalf("still running %v after SIGTERM; the bound is %v\n%s", time.Since(began), bound, logs.String())
+	})
+	took := time.Since(began)
+	var ee *exec.ExitError
+	if !errors.As(exitErr, &ee) || ee.ExitCode() <= 0 {
+		t.Fatalf("exit after SIGTERM with the game hung: %v; want a non-zero status\n%s", exitErr, logs.String())
 	}
+	if took < grace {
+		t.Errorf("exited %v after SIGTERM; the connected player had a %v grace", took, grace)
+	}
+	if !strings.Contains(logs.String(), "the game is hung") {
+		t.Errorf("no log line says the game is hung:\n%s", logs.String())
+	}
+	t.Logf("exited with status %d %v after SIGTERM (grace %v, bound %v)", ee.ExitCode(), took.Round(time.Millisecond), grace, bound)
 }
