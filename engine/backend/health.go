@@ -90,6 +90,7 @@ type HealthDirectory struct {
 
 	mu       sync.Mutex
 	view     []offer       // the last round's servers with room or unknown load, most free first
+	states   []ServerState // the last round's result per target, Offered left 0
 	probedAt time.Time     // when the last round ended
 	round    chan struct{} // closed when the running round ends; nil when none runs
 }
@@ -170,11 +171,37 @@ func (d *HealthDirectory) Servers(ctx context.Context, dst []Server) ([]Server, 
 		d.mu.Unlock()
 		// The round has its own deadline, not ctx: its result is shared
 		// with every caller waiting for it.
-		view := d.probeAll()
+		view, states := d.probeAll()
 		d.mu.Lock()
-		d.view, d.probedAt, d.round = view, d.cfg.Now(), nil
+		d.view, d.states, d.probedAt, d.round = view, states, d.cfg.Now(), nil
 		close(round)
 	}
 	defer d.mu.Unlock()
 	return pick(d.view, d.randN, dst)
+}
+
+// ServerState is one server as the directory saw it at its last probe.
+type ServerState struct {
+	Server Server
+	// Up: it answered ready.
+	Up bool
+	// Free is its free slots then: -1 when its load is unknown, 0 when it
+	// is down or full.
+	Free int64
+	// Offered counts the tokens that named it first since.
+	Offered int64
+}
+
+// States appends every target's state, in the configured order, to dst
+// (nothing before the first probe), for metrics and status pages; it
+// probes nothing.
+func (d *HealthDirectory) States(dst []ServerState) []ServerState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := len(dst)
+	dst = append(dst, d.states...)
+	for _, o := range d.view {
+		dst[start+o.target].Offered = o.offered
+	}
+	return dst
 }

@@ -3,6 +3,7 @@ package backend
 // offer is a server of the last round and the offers made of it since.
 type offer struct {
 	server  Server
+	target  int   // its index in the configuration
 	free    int64 // free slots at the probe; -1: unknown load
 	offered int64 // times offered first since the probe
 }

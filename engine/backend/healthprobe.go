@@ -25,8 +25,8 @@ type probeResult struct {
 // probeAll probes every target, Concurrency at a time, logs the servers
 // dropped or restored since the last round, and returns the ready ones
 // with room or unknown load, most free first, then the unknown ones, each
-// group in the configured order.
-func (d *HealthDirectory) probeAll() []offer {
+// group in the configured order; and every target's state.
+func (d *HealthDirectory) probeAll() ([]offer, []ServerState) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
 	defer cancel()
 	results := make([]probeResult, len(d.targets))
@@ -41,19 +41,24 @@ func (d *HealthDirectory) probeAll() []offer {
 	}
 	wg.Wait()
 	var view []offer
+	states := make([]ServerState, len(results))
 	for i, r := range results {
 		d.logTransition(i, r)
+		st := &states[i]
+		st.Server, st.Up = d.targets[i].server, r.err == nil
 		switch {
 		case r.err != nil:
 			d.cfg.Logger.Debug("server skipped", slog.String("server", d.targets[i].server.Public.String()), slog.String("reason", r.err.Error()))
 		case !r.known:
-			view = append(view, offer{server: d.targets[i].server, free: -1})
+			st.Free = -1
+			view = append(view, offer{server: st.Server, target: i, free: -1})
 		case r.free > 0:
-			view = append(view, offer{server: d.targets[i].server, free: r.free})
+			st.Free = r.free
+			view = append(view, offer{server: st.Server, target: i, free: r.free})
 		}
 	}
 	slices.SortStableFunc(view, func(a, b offer) int { return cmp.Compare(b.free, a.free) })
-	return view
+	return view, states
 }
 
 // logTransition logs a server that went from answering ready to not, or

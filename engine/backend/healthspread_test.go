@@ -79,6 +79,33 @@ func TestHealthDirectorySpread(t *testing.T) {
 	}
 }
 
+// States tells each server's last probe and the offers since, in the
+// configured order.
+func TestHealthDirectoryStates(t *testing.T) {
+	up := newFakeGameServer(t, true, "")
+	up.readyLoad.Store(readyzLoad(60, 64))
+	unknown := newFakeGameServer(t, true, "")
+	unknown.metrics.Store(nil)
+	down := newFakeGameServer(t, false, "")
+	full := newFakeGameServer(t, true, load([]int{64}, 64))
+	d, err := NewHealthDirectory(HealthConfig{Targets: []HealthTarget{target(up.URL, 1), target(unknown.URL, 2), target(down.URL, 3), target(full.URL, 4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.States(nil); len(got) != 0 {
+		t.Fatalf("before a probe: %v; want none", got)
+	}
+	for range 3 {
+		d.Servers(context.Background(), nil)
+	}
+	got := fmt.Sprint(d.States([]ServerState{{}})[1:])
+	want := "[{{192.0.2.1:40000 invalid AddrPort} true 4 3} {{192.0.2.2:40000 invalid AddrPort} true -1 0} " +
+		"{{192.0.2.3:40000 invalid AddrPort} false 0 0} {{192.0.2.4:40000 invalid AddrPort} true 0 0}]"
+	if got != want {
+		t.Errorf("States after 3 offers:\n got %s\nwant %s", got, want)
+	}
+}
+
 // A ready server whose load cannot be read (/readyz without it, /metrics
 // refused) is offered, after those with known room.
 func TestHealthDirectoryUnknownLoad(t *testing.T) {
