@@ -8,7 +8,7 @@
 # back elsewhere, the next busiest drained (SIGTERM). Every player must come
 # back on the survivor with a fresh token. It prints a timeline and a
 # summary (failovers, time from a server's death or drain to its players'
-# return, tokens issued and refused) and exits non-zero if any check failed
+# return, how they spread over the survivors, tokens issued and refused) and exits non-zero if any check failed
 # (scripts/fleet/main.go lists them).
 #
 #   scripts/fleet.sh [flags]                  such as -clients 500 -timeout 5 -drain-grace 5s

@@ -78,6 +78,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return 2
 	}
 	defer cleanup()
+	if wrapGame != nil {
+		g = wrapGame(g)
+	}
 	if err := dedicated.Run(ctx, cfg, g); err != nil {
 		log.Error("netcode-server failed", slog.Any("err", err))
 		return 1

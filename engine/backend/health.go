@@ -1,15 +1,12 @@
 package backend
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +31,8 @@ const (
 // HealthTarget is a server and the base URL of its HTTP endpoints.
 type HealthTarget struct {
 	// URL is the base of the server's endpoints, such as
-	// http://10.0.0.7:9090; the directory GETs URL/readyz and URL/metrics.
+	// http://10.0.0.7:9090; the directory GETs URL/readyz, and URL/metrics
+	// when /readyz does not carry the load.
 	URL string
 	// Server is what goes into tokens when the server is chosen.
 	Server Server
@@ -63,22 +61,36 @@ type HealthConfig struct {
 }
 
 // HealthDirectory offers the servers that say they are ready and have free
-// slots, most free slots first. For each server it GETs URL/readyz (200
-// means ready; any other status, such as 503 while draining, or no answer,
-// means skip) and then URL/metrics in the Prometheus text format, reading
-// the gauges netcode_connected_clients (summed over its series, one per
-// shard) and netcode_max_clients. Full servers and servers whose metrics do
-// not parse are skipped; ties keep the configured order.
+// slots. For each server it GETs URL/readyz: 200 means ready (any other
+// status, such as 503 while draining, or no answer, means skip), and its
+// body's connected_clients and max_clients lines (engine/health) give the
+// load. A server whose /readyz carries no load is asked URL/metrics in the
+// Prometheus text format (the gauges netcode_connected_clients, summed
+// over its series, and netcode_max_clients); if that fails too, the
+// server is ready with unknown load, not gone. Full servers are skipped.
+//
+// The first server of each answer is drawn at random, weighted by free
+// slots less the offers made since the last probe, so that the players
+// of a lost server spread over the survivors in proportion to their room;
+// a server is never offered first more times than it had free slots
+// between two probes. The rest of the answer are the other servers with
+// room, most free first, then those of unknown load (which are offered
+// first only when no known server has room).
 //
 // Probes run on demand, inside the Servers call that finds the cache
 // stale; concurrent calls wait for that round instead of starting their
-// own. Nothing runs between calls, so there is nothing to close.
+// own. Nothing runs between calls, so there is nothing to close. Each
+// server dropped (not ready, no answer) or restored is logged at info,
+// once per transition.
 type HealthDirectory struct {
 	cfg     HealthConfig
 	targets []healthTarget
+	wasUp   []bool // per target, at the last round; only the round's runner touches it
+	randN   func(n int64) int64
 
 	mu       sync.Mutex
-	ranked   []Server      // the last round's choice, best first
+	view     []offer       // the last round's servers with room or unknown load, most free first
+	states   []ServerState // the last round's result per target, Offered left 0
 	probedAt time.Time     // when the last round ended
 	round    chan struct{} // closed when the running round ends; nil when none runs
 }
@@ -117,7 +129,10 @@ func NewHealthDirectory(cfg HealthConfig) (*HealthDirectory, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &HealthDirectory{cfg: cfg}
+	d := &HealthDirectory{cfg: cfg, wasUp: make([]bool, len(cfg.Targets)), randN: rand.Int64N}
+	for i := range d.wasUp {
+		d.wasUp[i] = true // a server down at the first round is logged as dropped
+	}
 	for i, t := range cfg.Targets {
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -134,9 +149,10 @@ func NewHealthDirectory(cfg HealthConfig) (*HealthDirectory, error) {
 }
 
 // Servers appends up to MaxServers ready servers with free slots to dst,
-// most free slots first. A caller that finds the cache stale runs a round
-// of probes (bounded by Timeout, whatever its ctx) and callers arriving
-// meanwhile wait for that round, or for their ctx.
+// the first drawn by free slots, the rest most free first. A caller that
+// finds the cache stale runs a round of probes (bounded by Timeout,
+// whatever its ctx) and callers arriving meanwhile wait for that round, or
+// for their ctx.
 func (d *HealthDirectory) Servers(ctx context.Context, dst []Server) ([]Server, error) {
 	d.mu.Lock()
 	switch {
@@ -155,105 +171,37 @@ func (d *HealthDirectory) Servers(ctx context.Context, dst []Server) ([]Server, 
 		d.mu.Unlock()
 		// The round has its own deadline, not ctx: its result is shared
 		// with every caller waiting for it.
-		ranked := d.probeAll()
+		view, states := d.probeAll()
 		d.mu.Lock()
-		d.ranked, d.probedAt, d.round = ranked, d.cfg.Now(), nil
+		d.view, d.states, d.probedAt, d.round = view, states, d.cfg.Now(), nil
 		close(round)
 	}
-	ranked := d.ranked // replaced, never modified, by later rounds
-	d.mu.Unlock()
-	if len(ranked) == 0 {
-		return dst, ErrNoServers
-	}
-	return append(dst, ranked...), nil
+	defer d.mu.Unlock()
+	return pick(d.view, d.randN, dst)
 }
 
-type probeResult struct {
-	index int
-	free  int64
+// ServerState is one server as the directory saw it at its last probe.
+type ServerState struct {
+	Server Server
+	// Up: it answered ready.
+	Up bool
+	// Free is its free slots then: -1 when its load is unknown, 0 when it
+	// is down or full.
+	Free int64
+	// Offered counts the tokens that named it first since.
+	Offered int64
 }
 
-// probeAll probes every target, Concurrency at a time, and returns the
-// ready ones with free slots, most free first.
-func (d *HealthDirectory) probeAll() []Server {
-	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Timeout)
-	defer cancel()
-	results := make([]probeResult, len(d.targets))
-	sem := make(chan struct{}, d.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for i := range d.targets {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			free, err := d.probe(ctx, &d.targets[i])
-			if err != nil {
-				d.cfg.Logger.Debug("server skipped", slog.String("server", d.targets[i].server.Public.String()), slog.String("reason", err.Error()))
-				free = 0
-			}
-			results[i] = probeResult{index: i, free: free}
-		})
+// States appends every target's state, in the configured order, to dst
+// (nothing before the first probe), for metrics and status pages; it
+// probes nothing.
+func (d *HealthDirectory) States(dst []ServerState) []ServerState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := len(dst)
+	dst = append(dst, d.states...)
+	for _, o := range d.view {
+		dst[start+o.target].Offered = o.offered
 	}
-	wg.Wait()
-	results = slices.DeleteFunc(results, func(r probeResult) bool { return r.free <= 0 })
-	slices.SortStableFunc(results, func(a, b probeResult) int { return cmp.Compare(b.free, a.free) })
-	ranked := make([]Server, 0, min(len(results), MaxServers))
-	for _, r := range results[:min(len(results), MaxServers)] {
-		ranked = append(ranked, d.targets[r.index].server)
-	}
-	return ranked
-}
-
-// errNotReady marks a server whose /readyz did not answer 200.
-var errNotReady = errors.New("not ready")
-
-// probe returns a server's free slots.
-func (d *HealthDirectory) probe(ctx context.Context, t *healthTarget) (int64, error) {
-	body, err := d.get(ctx, t.readyz, maxReadyzBytes)
-	if err != nil {
-		return 0, fmt.Errorf("readyz: %w", err)
-	}
-	drain(body)
-	body, err = d.get(ctx, t.metrics, maxMetricsBytes)
-	if err != nil {
-		return 0, fmt.Errorf("metrics: %w", err)
-	}
-	defer drain(body)
-	load, err := parseMetrics(body)
-	if err != nil {
-		return 0, err
-	}
-	if load.connected >= load.max {
-		return 0, fmt.Errorf("full: %d of %d slots taken", load.connected, load.max)
-	}
-	return load.max - load.connected, nil
-}
-
-// get GETs url and returns its body if the status is 200.
-func (d *HealthDirectory) get(ctx context.Context, url string, limit int64) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := d.cfg.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		drain(resp.Body)
-		return nil, fmt.Errorf("%w: status %d", errNotReady, resp.StatusCode)
-	}
-	return limitedBody{io.LimitReader(resp.Body, limit+1), resp.Body}, nil
-}
-
-type limitedBody struct {
-	io.Reader
-	io.Closer
-}
-
-// drain reads a little of a body and closes it, so the connection can be
-// reused when the rest is short.
-func drain(body io.ReadCloser) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
-	body.Close()
+	return dst
 }

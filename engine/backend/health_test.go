@@ -20,7 +20,9 @@ type fakeGameServer struct {
 	*httptest.Server
 	ready     atomic.Bool
 	metrics   atomic.Pointer[string]
+	readyLoad atomic.Pointer[string] // when set, /readyz's body after "ready"
 	readyHits atomic.Int32
+	scrapes   atomic.Int32  // /metrics requests
 	block     chan struct{} // when set, /readyz waits for it or the caller to go
 }
 
@@ -42,11 +44,21 @@ func newFakeGameServer(t *testing.T, ready bool, metrics string) *fakeGameServer
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
+		if l := f.readyLoad.Load(); l != nil {
+			fmt.Fprint(w, "ready\n"+*l)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		f.scrapes.Add(1)
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprint(w, *f.metrics.Load())
+		m := f.metrics.Load()
+		if m == nil { // every scrape slot taken
+			http.Error(w, "too many scrapes", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, *m)
 	})
 	f.Server = httptest.NewServer(mux)
 	t.Cleanup(f.Close)
@@ -67,8 +79,9 @@ func target(url string, i int) HealthTarget {
 	return HealthTarget{URL: url, Server: Server{Public: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 40000)}}
 }
 
-// Ready servers with free slots, most free first; draining, full, dead and
-// unreadable ones skipped.
+// Ready servers with free slots, most free first (the draw of the first
+// fixed to the most free); draining, full and dead ones skipped; one whose
+// load cannot be read is ready with unknown load, last.
 func TestHealthDirectoryChooses(t *testing.T) {
 	a := newFakeGameServer(t, true, load([]int{10}, 64))          // 54 free
 	b := newFakeGameServer(t, true, load([]int{0, 1}, 100))       // 99 free, two shards
@@ -86,13 +99,14 @@ func TestHealthDirectoryChooses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.randN = func(int64) int64 { return 0 }
 	got, err := d.Servers(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"192.0.2.2:40000", "192.0.2.1:40000", "192.0.2.7:40000"}
+	want := []string{"192.0.2.2:40000", "192.0.2.1:40000", "192.0.2.7:40000", "192.0.2.6:40000"}
 	if names := serverNames(got); !slices.Equal(names, want) {
-		t.Errorf("servers %v; want %v (most free first; draining, full, dead, unreadable skipped)", names, want)
+		t.Errorf("servers %v; want %v (most free first, unknown load last; draining, full, dead skipped)", names, want)
 	}
 }
 
@@ -106,7 +120,7 @@ func serverNames(s []Server) []string {
 
 // Rounds are cached for CacheFor, and callers arriving together share one.
 func TestHealthDirectoryCache(t *testing.T) {
-	srv := newFakeGameServer(t, true, load([]int{1}, 8))
+	srv := newFakeGameServer(t, true, load([]int{1}, 64))
 	clock := newFakeClock()
 	d, err := NewHealthDirectory(HealthConfig{Targets: []HealthTarget{target(srv.URL, 1)}, CacheFor: 2 * time.Second, Now: clock.Now})
 	if err != nil {

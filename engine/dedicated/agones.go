@@ -16,11 +16,12 @@ type agonesServer struct {
 	srv     *engine.Server
 	stall   time.Duration
 	players *players
+	watch   *watchdog
 }
 
 var _ agones.Server = agonesServer{}
 
-func (a agonesServer) Live() bool                    { return a.srv.Live(a.stall) }
+func (a agonesServer) Live() bool                    { return a.watch.live() && a.srv.Live(a.stall) }
 func (a agonesServer) Players(dst []uint64) []uint64 { return a.players.ids(dst) }
 func (a agonesServer) Capacity() int                 { return a.srv.MaxClients() }
 
@@ -54,8 +55,8 @@ type agonesRun struct {
 // start begins the lifecycle: Ready (retried until the sidecar answers),
 // then Health and player syncs. Failures are logged, never returned to
 // the server.
-func (a *agonesRun) start(srv *engine.Server, stall time.Duration, p *players) error {
-	life, err := agones.NewLifecycle(a.sdk, agonesServer{srv, stall, p}, a.cfg.Lifecycle)
+func (a *agonesRun) start(srv *engine.Server, stall time.Duration, p *players, w *watchdog) error {
+	life, err := agones.NewLifecycle(a.sdk, agonesServer{srv, stall, p, w}, a.cfg.Lifecycle)
 	if err != nil {
 		return fmt.Errorf("dedicated: %w", err)
 	}

@@ -34,6 +34,13 @@ const (
 	DefaultAddressTimeout = 2 * time.Minute
 	// DefaultAgonesShutdownTimeout bounds the sidecar's Shutdown call.
 	DefaultAgonesShutdownTimeout = 5 * time.Second
+	// DefaultGameStall is how long one call into the game may last when
+	// Config.GameStall is 0: a hundred and fifty ticks at the default
+	// rate, far beyond any tick a player would sit through.
+	DefaultGameStall = 5 * time.Second
+	// MinGameStall and MaxGameStall bound Config.GameStall.
+	MinGameStall = 10 * time.Millisecond
+	MaxGameStall = 10 * time.Minute
 )
 
 // Config configures Run.
@@ -62,6 +69,12 @@ type Config struct {
 	// server is not live: /healthz, netcode_live and the Agones Health
 	// pings (0 means health.DefaultStall; allowed 1ms to 1h).
 	LiveStall time.Duration
+	// GameStall is how long one call into the game (a Tick, or the
+	// events of one poll) may last before the game counts as hung: the
+	// server is then not live (/healthz 503, netcode_live 0, no Agones
+	// Health pings), and the drain stops waiting for the game (0 means
+	// DefaultGameStall; allowed MinGameStall to MaxGameStall).
+	GameStall time.Duration
 	// Agones, if not nil, runs the Agones GameServer lifecycle.
 	Agones *AgonesConfig
 	// Logger receives the lifecycle (nil: nothing is logged).
@@ -131,6 +144,12 @@ func (c *Config) check() error {
 	}
 	if c.LiveStall < time.Millisecond || c.LiveStall > time.Hour {
 		return fmt.Errorf("dedicated: Config.LiveStall %v; allowed 1ms to 1h (0 means %v)", c.LiveStall, health.DefaultStall)
+	}
+	if c.GameStall == 0 {
+		c.GameStall = DefaultGameStall
+	}
+	if c.GameStall < MinGameStall || c.GameStall > MaxGameStall {
+		return fmt.Errorf("dedicated: Config.GameStall %v; allowed %v to %v (0 means %v)", c.GameStall, MinGameStall, MaxGameStall, DefaultGameStall)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -17,9 +17,14 @@
 //  4. the HTTP server is closed.
 //
 // Run returns when all of its goroutines have exited, at most DrainGrace +
-// ShutdownTimeout + HTTPShutdownTimeout after ctx is done.
+// GameStall + ShutdownTimeout + HTTPShutdownTimeout after ctx is done.
 //
 // The game's callbacks run on one goroutine, the application goroutine of
 // engine.Server, with the server's per-event and send calls; they must
-// not block.
+// not block. A watchdog times each call: one that lasts Config.GameStall
+// makes the game hung, and the server not live (/healthz 503, netcode_live
+// 0, the Agones Health pings stop) until it returns, so that the
+// orchestrator replaces the process. A game still hung when the drain
+// ends is not waited for: Run returns ErrGameHung within the same bound,
+// leaving that one goroutine in its call for the process's exit to end.
 package dedicated

@@ -29,10 +29,10 @@ type web struct {
 }
 
 // handler routes the operational endpoints.
-func handler(srv *engine.Server, reg metrics.Registry, stall time.Duration, log *slog.Logger) http.Handler {
+func handler(srv *engine.Server, reg metrics.Registry, stall time.Duration, w *watchdog, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PathMetrics, metrics.Handler(reg, log))
-	mux.Handle(PathHealthz, health.Liveness(srv, stall))
+	mux.Handle(PathHealthz, health.LivenessAnd(srv, stall, w.live))
 	mux.Handle(PathReadyz, health.Readiness(srv))
 	return mux
 }

@@ -20,12 +20,13 @@ type loop struct {
 	period  time.Duration
 	tick    observer
 	players *players // nil without Agones
+	watch   *watchdog
 	stop    atomic.Bool
 	handle  func(*engine.Event) // l.dispatch, bound once
 }
 
-func newLoop(srv *engine.Server, game Game, rate float64, tick observer, p *players) *loop {
-	l := &loop{srv: srv, game: game, period: time.Duration(float64(time.Second) / rate), tick: tick, players: p}
+func newLoop(srv *engine.Server, game Game, rate float64, tick observer, p *players, w *watchdog) *loop {
+	l := &loop{srv: srv, game: game, period: time.Duration(float64(time.Second) / rate), tick: tick, players: p, watch: w}
 	l.handle = l.dispatch
 	return l
 }
@@ -35,9 +36,11 @@ func newLoop(srv *engine.Server, game Game, rate float64, tick observer, p *play
 func (l *loop) run() {
 	next := time.Now().Add(l.period)
 	for {
-		l.srv.Poll(l.handle)
+		l.poll()
 		if now := time.Now(); !now.Before(next) {
+			l.watch.enter()
 			l.game.Tick(l.srv, now)
+			l.watch.leave()
 			l.tick.Observe(time.Since(now).Seconds())
 			// A late tick is not made up for: the next is a period after
 			// this one at the latest.
@@ -47,11 +50,18 @@ func (l *loop) run() {
 			}
 		}
 		if l.stop.Load() {
-			l.srv.Poll(l.handle)
+			l.poll()
 			return
 		}
 		l.srv.Wait(next)
 	}
+}
+
+// poll hands the pending events to the game, under the watchdog.
+func (l *loop) poll() {
+	l.watch.enter()
+	l.srv.Poll(l.handle)
+	l.watch.leave()
 }
 
 func (l *loop) dispatch(ev *engine.Event) {

@@ -14,6 +14,15 @@ import (
 	"github.com/netcode-go/netcode/engine/metrics"
 )
 
+// ErrGameHung is in Run's error when the game was hung at the end of the
+// drain: a call into it had lasted Config.GameStall. Its goroutine is
+// still in that call; the process should exit (the command exits 1).
+var ErrGameHung = errors.New("dedicated: the game is hung: a call into it did not return within Config.GameStall")
+
+// loopPoll is how often the drain asks the watchdog while it waits for
+// the game's goroutine to end.
+const loopPoll = 10 * time.Millisecond
+
 // Run serves game on a server configured by cfg until ctx is done, then
 // drains (see the package documentation) and returns once everything it
 // started has exited. The error is nil after a drain that ran its course;
@@ -55,7 +64,8 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	if reg == nil {
 		reg = metrics.NewRegistry()
 	}
-	col := metrics.NewCollector(srv, metrics.LiveStall(cfg.LiveStall))
+	watch := newWatchdog(cfg.GameStall, log)
+	col := metrics.NewCollector(srv, metrics.LiveStall(cfg.LiveStall), metrics.LiveAlso(watch.live))
 	if err := reg.Register(col); err != nil {
 		return fmt.Errorf("dedicated: registering the server's metrics: %w", err)
 	}
@@ -67,7 +77,7 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	defer reg.Unregister(tick)
 	var w *web
 	if cfg.HTTPAddr != "" {
-		if w, err = listenHTTP(cfg.HTTPAddr, handler(srv, reg, cfg.LiveStall, log), log); err != nil {
+		if w, err = listenHTTP(cfg.HTTPAddr, handler(srv, reg, cfg.LiveStall, watch, log), log); err != nil {
 			return err
 		}
 	}
@@ -80,14 +90,14 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	if cfg.Serving != nil {
 		cfg.Serving(srv, w.addr())
 	}
-	l := newLoop(srv, game, cfg.TickRate, tick, pl)
+	l := newLoop(srv, game, cfg.TickRate, tick, pl, watch)
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
 		l.run()
 	}()
 	if ag != nil {
-		if err := ag.start(srv, cfg.LiveStall, pl); err != nil {
+		if err := ag.start(srv, cfg.LiveStall, pl, watch); err != nil {
 			log.Error("agones: lifecycle not started; serving without it", slog.Any("err", err))
 		}
 	}
@@ -102,7 +112,12 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	}
 	drain(srv, cfg.DrainGrace, log)
 	l.stop.Store(true)
-	<-loopDone
+	if !watch.waitLoop(loopDone, loopPoll) {
+		// The game's goroutine is left in its call: nothing can end it
+		// but the process's exit, which the error asks for.
+		err = errors.Join(err, fmt.Errorf("%w (in one call for %v)", ErrGameHung, watch.stuck().Round(time.Millisecond)))
+		log.Error("netcode dedicated server: the game is hung; not waiting for it", slog.Duration("bound", cfg.GameStall))
+	}
 	if ag != nil {
 		ag.shutdown()
 	}

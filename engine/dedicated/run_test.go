@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ func TestConfigErrors(t *testing.T) {
 		{"grace", func(c *dedicated.Config) { c.DrainGrace = -time.Second }, "Config.DrainGrace"},
 		{"grace long", func(c *dedicated.Config) { c.DrainGrace = 2 * time.Hour }, "Config.DrainGrace"},
 		{"stall", func(c *dedicated.Config) { c.LiveStall = time.Nanosecond }, "Config.LiveStall"},
+		{"game stall", func(c *dedicated.Config) { c.GameStall = time.Millisecond }, "Config.GameStall 1ms; allowed 10ms to 10m0s"},
+		{"game stall long", func(c *dedicated.Config) { c.GameStall = time.Hour }, "Config.GameStall 1h0m0s"},
 		{"agones shutdown", func(c *dedicated.Config) {
 			c.Agones = &dedicated.AgonesConfig{ShutdownTimeout: time.Hour}
 		}, "AgonesConfig.ShutdownTimeout"},
@@ -91,7 +94,8 @@ func TestEcho(t *testing.T) {
 	if p.got[b] != 0 {
 		t.Fatalf("client b got %d payloads of a's echo", p.got[b])
 	}
-	for _, e := range []struct{ path, body string }{{"/healthz", health.BodyLive}, {"/readyz", health.BodyReady}} {
+	for _, e := range []struct{ path, body string }{{"/healthz", health.BodyLive},
+		{"/readyz", health.BodyReady + "connected_clients 2\nmax_clients " + strconv.Itoa(r.srv.MaxClients()) + "\n"}} {
 		if code, body := r.get(e.path); code != 200 || body != e.body {
 			t.Errorf("GET %s: %d %q", e.path, code, body)
 		}
@@ -140,7 +144,7 @@ func TestDrain(t *testing.T) {
 	// Readiness false at once: Drain is the first thing Run does.
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
 		code, body := r.get("/readyz")
-		if code == 503 && body == health.BodyDraining {
+		if code == 503 && strings.HasPrefix(body, health.BodyDraining) {
 			break
 		}
 		if time.Now().After(deadline) {

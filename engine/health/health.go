@@ -3,6 +3,7 @@ package health
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/netcode-go/netcode/engine"
@@ -27,15 +28,30 @@ type ReadyChecker interface {
 	Draining() bool
 }
 
+// LoadReporter is what Readiness adds to its answer when the server has
+// it: *engine.Server.
+type LoadReporter interface {
+	NumConnectedClients() int
+	MaxClients() int
+}
+
 var (
 	_ LiveChecker  = (*engine.Server)(nil)
 	_ ReadyChecker = (*engine.Server)(nil)
+	_ LoadReporter = (*engine.Server)(nil)
+)
+
+// Names of the load lines of Readiness's body.
+const (
+	LoadConnected = "connected_clients"
+	LoadMax       = "max_clients"
 )
 
 // Response bodies; tests and scripts match them.
 const (
 	BodyLive        = "ok\n"
 	BodyStalled     = "shard stalled\n"
+	BodyHung        = "game hung\n"
 	BodyReady       = "ready\n"
 	BodyDraining    = "not ready: draining\n"
 	BodyNotRunning  = "not ready: stopped\n"
@@ -60,19 +76,50 @@ func Liveness(srv LiveChecker, stall time.Duration) http.Handler {
 	})
 }
 
+// LivenessAnd is Liveness with the application's own check as well: it
+// answers 503 "game hung" while live reports false (the dedicated runner
+// passes its watchdog over the game's calls).
+func LivenessAnd(srv LiveChecker, stall time.Duration, live func() bool) http.Handler {
+	if stall < time.Millisecond || stall > maxStall {
+		stall = DefaultStall
+	}
+	return handler(func() (int, string) {
+		switch {
+		case !live():
+			return http.StatusServiceUnavailable, BodyHung
+		case !srv.Live(stall):
+			return http.StatusServiceUnavailable, BodyStalled
+		}
+		return http.StatusOK, BodyLive
+	})
+}
+
 // Readiness returns a handler that answers 200 "ready" while srv listens
 // and admits clients, and 503 "not ready: draining" once Drain (or
 // Shutdown) was called, "not ready: stopped" when it is stopped or closed.
+//
+// When srv is also a LoadReporter, the status line is followed by its load,
+// one "name value" line each, so that a directory learns readiness and
+// free slots from one cheap request that a /metrics flood cannot starve:
+//
+//	ready
+//	connected_clients 3
+//	max_clients 64
 func Readiness(srv ReadyChecker) http.Handler {
+	load, _ := srv.(LoadReporter)
 	return handler(func() (int, string) {
+		code, body := http.StatusServiceUnavailable, BodyNotRunning
 		switch {
 		case srv.Ready():
-			return http.StatusOK, BodyReady
+			code, body = http.StatusOK, BodyReady
 		case srv.Draining():
-			return http.StatusServiceUnavailable, BodyDraining
-		default:
-			return http.StatusServiceUnavailable, BodyNotRunning
+			body = BodyDraining
 		}
+		if load != nil {
+			body += LoadConnected + " " + strconv.Itoa(load.NumConnectedClients()) + "\n" +
+				LoadMax + " " + strconv.Itoa(load.MaxClients()) + "\n"
+		}
+		return code, body
 	})
 }
 

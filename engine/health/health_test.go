@@ -44,6 +44,9 @@ func TestHandlers(t *testing.T) {
 		{"stopped head", fake{}, readiness, "HEAD", 503, ""},
 		{"post", fake{ready: true}, readiness, "POST", 405, "method not allowed; use GET or HEAD\n"},
 		{"delete", fake{live: true}, liveness, "DELETE", 405, "method not allowed; use GET or HEAD\n"},
+		{"game live", fake{live: true}, livenessAnd(true), "GET", 200, health.BodyLive},
+		{"game hung", fake{live: true}, livenessAnd(false), "GET", 503, health.BodyHung},
+		{"game live, shard stalled", fake{}, livenessAnd(true), "GET", 503, health.BodyStalled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body, hdr := serve(t, tc.h(&tc.state), tc.method)
@@ -65,6 +68,10 @@ func TestHandlers(t *testing.T) {
 
 func liveness(f *fake) http.Handler  { return health.Liveness(f, time.Second) }
 func readiness(f *fake) http.Handler { return health.Readiness(f) }
+
+func livenessAnd(game bool) func(*fake) http.Handler {
+	return func(f *fake) http.Handler { return health.LivenessAnd(f, time.Second, func() bool { return game }) }
+}
 
 // stallProbe records the stall Liveness asks about.
 type stallProbe struct{ got time.Duration }
@@ -118,9 +125,10 @@ func TestServerLifecycle(t *testing.T) {
 	if err := srv.Update(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	check("running", 200, 200, health.BodyReady)
+	const load = "connected_clients 0\nmax_clients 256\n"
+	check("running", 200, 200, health.BodyReady+load)
 	srv.Drain()
-	check("draining", 200, 503, health.BodyDraining)
+	check("draining", 200, 503, health.BodyDraining+load)
 	// A manual server whose loop stops calling Update stalls.
 	stalled := health.Liveness(srv, 20*time.Millisecond)
 	time.Sleep(40 * time.Millisecond)
@@ -128,5 +136,5 @@ func TestServerLifecycle(t *testing.T) {
 		t.Errorf("no Update for 40 ms, stall bound 20 ms: liveness %d; want 503", code)
 	}
 	srv.Close()
-	check("closed", 503, 503, health.BodyDraining)
+	check("closed", 503, 503, health.BodyDraining+load)
 }

@@ -17,11 +17,16 @@ type Option func(*options)
 type options struct {
 	stall       time.Duration
 	constLabels prometheus.Labels
+	live        func() bool
 }
 
 // LiveStall sets the stall bound of netcode_live (engine.Server.Live);
 // default health.DefaultStall, as the dedicated server's /healthz.
 func LiveStall(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
+// LiveAlso adds the application's own check to netcode_live: the gauge
+// is 1 only while the server is live and live reports true.
+func LiveAlso(live func() bool) Option { return func(o *options) { o.live = live } }
 
 // ConstLabels adds labels with fixed values to every series, to tell
 // apart several servers in one process (for example server="eu-1").
@@ -32,9 +37,10 @@ func ConstLabels(l map[string]string) Option {
 // Collector is a prometheus.Collector over one engine.Server. It is safe
 // for concurrent use; concurrent scrapes take turns.
 type Collector struct {
-	srv    *engine.Server
-	stall  time.Duration
-	shards []string // "0", "1", ...: the shard label values
+	srv      *engine.Server
+	stall    time.Duration
+	alsoLive func() bool
+	shards   []string // "0", "1", ...: the shard label values
 
 	perShard                            []shardValue
 	dropped, disconnects                *prometheus.Desc
@@ -74,7 +80,10 @@ func NewCollector(srv *engine.Server, opts ...Option) *Collector {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Collector{srv: srv, stall: o.stall}
+	if o.live == nil {
+		o.live = func() bool { return true }
+	}
+	c := &Collector{srv: srv, stall: o.stall, alsoLive: o.live}
 	c.buf = srv.ShardStats(nil)
 	for i := range c.buf {
 		c.shards = append(c.shards, strconv.Itoa(i))
@@ -181,7 +190,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.historySize, prometheus.GaugeValue, float64(total.TokenHistorySize))
 	ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, bit(c.srv.Ready()))
 	ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, bit(c.srv.Draining()))
-	ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, bit(c.srv.Live(c.stall)))
+	ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, bit(c.alsoLive() && c.srv.Live(c.stall)))
 }
 
 // batchHistogram makes the const histogram of one direction's batch

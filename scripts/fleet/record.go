@@ -197,6 +197,9 @@ type outcome struct {
 	// stale counts the tokens issued more than the directory's cache
 	// time after the event, to any player, that still listed the server.
 	stale int
+	// landed counts, per server, the event's players whose first connect
+	// after the event was there: how the directory spread them.
+	landed map[netip.AddrPort]int
 }
 
 // outcome reads the players' histories for ev. A token issued within
@@ -204,7 +207,7 @@ type outcome struct {
 func (r *recorder) outcome(ev *event, cache time.Duration) outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var o outcome
+	o := outcome{landed: make(map[netip.AddrPort]int)}
 	for i := range r.players {
 		for _, t := range r.players[i].tokens {
 			if t.at.After(ev.at.Add(cache)) && slices.Contains(t.servers, ev.server) {
@@ -221,6 +224,7 @@ func (r *recorder) outcome(ev *event, cache time.Duration) outcome {
 		}
 		back := p.connects[k].at
 		o.back = append(o.back, back.Sub(ev.at))
+		o.landed[p.connects[k].server]++
 		l := slices.IndexFunc(p.losses, func(l lossRec) bool { return l.at.After(ev.at) && l.server == ev.server })
 		if l < 0 || p.losses[l].at.After(back) {
 			o.otherEnd++

@@ -130,6 +130,8 @@ type report struct {
 	svcRefused   int
 	sent, echoed uint64
 	elapsed      time.Duration
+	names        map[netip.AddrPort]string // the servers' names, in start order
+	order        []netip.AddrPort
 	failures     []string
 }
 
@@ -201,7 +203,10 @@ func run(ctx context.Context, f *fleet, sc scenario, hc *http.Client, out io.Wri
 		})
 	}
 
-	r := &report{players: len(players), svcIssued: -1, svcRefused: -1}
+	r := &report{players: len(players), svcIssued: -1, svcRefused: -1, names: make(map[netip.AddrPort]string), order: addrs}
+	for i, s := range f.servers {
+		r.names[addrs[i]] = s.Name()
+	}
 	failf := func(format string, args ...any) { r.failures = append(r.failures, fmt.Sprintf(format, args...)) }
 	joined := time.Now()
 	if !waitFor(ctx, sc.Ramp+sc.Recover, func() bool { return rec.everConnected() == len(players) }) {

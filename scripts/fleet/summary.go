@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ func (r *report) print(w io.Writer) {
 			len(ev.e.affected), o.timedOut, o.clean, o.otherEnd, o.missing)
 		line("  "+ev.e.kind+" → back", "%s", percentiles(o.back))
 		line("  loss → back", "%s", percentiles(o.sinceLoss))
+		line("  spread", "%s", r.spread(o.landed))
 		line("  stale offers", "%d tokens still listing %s after the directory's cache time", o.stale, ev.e.name)
 	}
 	if r.drain != nil && r.drainExit > 0 {
@@ -64,6 +66,24 @@ func (r *report) print(w io.Writer) {
 	for _, f := range r.failures {
 		fmt.Fprintln(w, "FAIL:", f)
 	}
+}
+
+// spread formats where an event's players came back, per server, and the
+// most-loaded server's share of them.
+func (r *report) spread(landed map[netip.AddrPort]int) string {
+	total, most := 0, 0
+	var parts []string
+	for _, a := range r.order {
+		if n, ok := landed[a]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", r.names[a], n))
+			total += n
+			most = max(most, n)
+		}
+	}
+	if total == 0 {
+		return "none back"
+	}
+	return fmt.Sprintf("%s; most-loaded %.0f%%", strings.Join(parts, ", "), 100*float64(most)/float64(total))
 }
 
 // percentiles formats p50, p99 and the max of ds (nearest rank).
