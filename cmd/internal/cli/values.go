@@ -72,10 +72,10 @@ func (f *FlagSet) Float(p *float64, name string, def, lo, hi float64, usage stri
 	Var(f, p, name, def, usage, func(s string) (float64, error) {
 		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || math.IsNaN(x) || x <= lo || x > hi {
-			return 0, fmt.Errorf("want a number above %g up to %g", lo, hi)
+			return 0, fmt.Errorf("want a number above %s up to %s", fmtFloat(lo), fmtFloat(hi))
 		}
 		return x, nil
-	}, func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) })
+	}, fmtFloat)
 }
 
 // Duration defines a duration flag allowed from lo to hi, in multiples of
@@ -181,3 +181,6 @@ func orList(choices []string) string {
 	}
 	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
+
+// fmtFloat writes a float without an exponent: 1000000, 0.5.
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
