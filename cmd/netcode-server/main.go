@@ -44,6 +44,8 @@ import (
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/dedicated"
+	"github.com/netcode-go/netcode/engine/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -165,6 +167,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 		TickRate:   o.tick,
 		DrainGrace: o.drainGrace,
 		Logger:     log,
+		Registry:   registry(b),
 	}
 	if o.agones {
 		a := &dedicated.AgonesConfig{PortName: o.agonesPort}
@@ -175,6 +178,14 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 		cfg.Agones = a
 	}
 	return cfg, g, cleanup, nil
+}
+
+// registry is the server's metrics registry: the Go runtime's and the
+// process's collectors, and netcode_build_info.
+func registry(b cli.BuildInfo) *prometheus.Registry {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
+	return reg
 }
 
 // checkDev fills in and checks the development mode's binds: loopback only,

@@ -17,6 +17,8 @@ import (
 
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine/backend"
+	"github.com/netcode-go/netcode/engine/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // serveOptions are serve's flags.
@@ -56,7 +58,7 @@ func (l *selectorList) Set(s string) error {
 func serveFlags() (*cli.FlagSet, *serveOptions) {
 	o := &serveOptions{}
 	fs := newFlagSet("serve", "-protocol HEX -key-file F -auth dev|bearer [-secrets-file F] -servers A,B | -health-servers URL=ADDR,... | -agones-url URL [flags]")
-	fs.HostPort(&o.listen, "listen", "127.0.0.1:8080", false, "`ADDR` to serve HTTP on; POST /token answers with a token, GET /healthz with 200")
+	fs.HostPort(&o.listen, "listen", "127.0.0.1:8080", false, "`ADDR` to serve HTTP on; POST /token answers with a token, GET /healthz with 200, GET /metrics with the service's metrics")
 	fs.Hex(&o.protocol, "protocol", "protocol id: 1 to 16 `HEX` digits (required)")
 	fs.StringVar(&o.keyFile, "key-file", "", "`FILE` holding the private key as 64 hex digits (default: $"+keyEnv+")")
 	fs.Int64(&o.lifetime, "lifetime", int64(defaultTokenLifetime/time.Second), 1, 86400, false, "token lifetime in `SECONDS`, 1 to 86400; must equal the servers' -token-lifetime")
@@ -79,6 +81,14 @@ func serveFlags() (*cli.FlagSet, *serveOptions) {
 	fs.Choice(&o.logFormat, "log-format", "json", []string{"json", "text"}, "log format: json or text")
 	fs.Choice(&o.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	return fs, o
+}
+
+// registry is the service's metrics registry: the Go runtime's and the
+// process's collectors, and netcode_build_info.
+func registry(b cli.BuildInfo) *prometheus.Registry {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
+	return reg
 }
 
 // newLogger makes the structured logger of -log-format and -log-level
@@ -117,6 +127,7 @@ func runServe(e *env, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/token", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", metrics.Handler(registry(b), logger))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
