@@ -189,9 +189,9 @@ func (s *Server) start() error {
 	s.stopped.Store(false)
 	s.log.Info("netcode server started",
 		slog.Any("public", s.cfg.PublicAddresses), slog.Int("shards", len(s.shards)),
-		slog.Int("max_clients", len(s.slots)), slog.Uint64("protocol_id", s.cfg.ProtocolID),
+		slog.Int("max_clients", len(s.slots)), slog.String("protocol_id", IDString(s.cfg.ProtocolID)),
 		slog.Bool("manual", s.cfg.Manual),
-		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime))
+		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()))
 	if !s.cfg.Manual {
 		for _, sh := range s.shards {
 			s.wg.Add(1)
