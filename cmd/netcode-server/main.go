@@ -45,7 +45,6 @@ import (
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/dedicated"
 	"github.com/netcode-go/netcode/engine/metrics"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -182,7 +181,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 
 // registry is the server's metrics registry: the Go runtime's and the
 // process's collectors, and netcode_build_info.
-func registry(b cli.BuildInfo) *prometheus.Registry {
+func registry(b cli.BuildInfo) metrics.Registry {
 	reg := metrics.NewRegistry()
 	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
 	return reg

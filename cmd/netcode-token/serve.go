@@ -18,7 +18,6 @@ import (
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine/backend"
 	"github.com/netcode-go/netcode/engine/metrics"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // serveOptions are serve's flags.
@@ -85,7 +84,7 @@ func serveFlags() (*cli.FlagSet, *serveOptions) {
 
 // registry is the service's metrics registry: the Go runtime's and the
 // process's collectors, and netcode_build_info.
-func registry(b cli.BuildInfo) *prometheus.Registry {
+func registry(b cli.BuildInfo) metrics.Registry {
 	reg := metrics.NewRegistry()
 	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
 	return reg
