@@ -17,7 +17,6 @@ type exitCase struct {
 	args []string
 	env  map[string]string
 	want string // in the output (stdout for 0, stderr otherwise)
-	not  string // absent from it
 }
 
 // runCase runs a case in process and returns the status and output.
