@@ -229,3 +229,22 @@ func TestListenGroupAcrossProcesses(t *testing.T) {
 	}
 	closeConns(conns)
 }
+
+// TestListenGroupBothFamilies: a server's IPv4 and IPv6 groups on one
+// port are no conflict (the IPv6 sockets and the probe are IPv6-only).
+func TestListenGroupBothFamilies(t *testing.T) {
+	v4, err := ListenGroup(netip.MustParseAddrPort("127.0.0.1:0"), 2, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeConns(v4)
+	port := v4[0].LocalAddr().Port()
+	v6, err := ListenGroup(netip.AddrPortFrom(netip.IPv6Loopback(), port), 2, Config{})
+	if err != nil {
+		if errors.Is(err, ErrAddrServed) {
+			t.Fatalf("the IPv6 group on port %d: %v", port, err)
+		}
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	closeConns(v6)
+}
