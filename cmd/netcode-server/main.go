@@ -140,7 +140,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 	// The first line names the build, then everything the flags decided.
 	b := cli.Build()
 	log.Info("netcode-server starting", slog.String("version", b.Version), slog.String("revision", b.Revision), slog.String("go", b.GoVersion),
-		slog.String("game", o.game), slog.String("protocol", fmt.Sprintf("0x%016x", protocol)),
+		slog.String("game", o.game), slog.String("protocol", engine.IDString(protocol)),
 		slog.String("key", keySource), slog.String("bind", o.binds.String()), slog.String("public", o.public.String()),
 		slog.String("http", o.httpAddr), slog.Bool("agones", o.agones))
 	if dev {
