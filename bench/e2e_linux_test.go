@@ -78,6 +78,19 @@ func connectedLoad(t *testing.T, key []byte, addr netip.AddrPort, sockets LoadSo
 	return load
 }
 
+// settle waits, up to 5 s, until no reply has arrived for 200 ms.
+func settle(load *Load) {
+	last := load.Totals().Received
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		now := load.Totals().Received
+		if now == last {
+			return
+		}
+		last = now
+	}
+}
+
 // e2eAttempts is how often the real-socket tests measure their window
 // before a loss counts: on a busy 2-core machine (go test runs packages in
 // parallel, under -race) a descheduled reader lets a socket buffer overflow
@@ -94,6 +107,7 @@ func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
 	}
 	const d = time.Second
 	var tot LoadTotals
+	retried := false
 	for attempt := 1; ; attempt++ {
 		start := time.Now().Add(150 * time.Millisecond)
 		load.BeginWindow(rate, start, d)
@@ -104,6 +118,10 @@ func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
 			break
 		}
 		t.Logf("attempt %d: sent %d, lost %d, send lag %d: measuring again", attempt, tot.Sent, tot.Lost(), tot.SendLag)
+		retried = true
+		// Echoes of this window that are late, not lost, would count in
+		// the next one: wait until they stop arriving.
+		settle(load)
 	}
 	if tot.Connected != clients {
 		t.Errorf("connected %d; want %d", tot.Connected, clients)
@@ -127,7 +145,9 @@ func testEndToEnd(t *testing.T, sockets LoadSockets, clients int) {
 	if err := load.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := load.ClientsWithLoss(); n != 0 {
+	// The per-client trackers span every attempt: after a retry they
+	// still hold the lossy window's gaps, which its totals were judged by.
+	if n := load.ClientsWithLoss(); n != 0 && !retried {
 		t.Errorf("%d clients lost payloads", n)
 	}
 	if st := load.SharedStats(); st.Stray != 0 || st.Unread != 0 || st.SendDropped != 0 {

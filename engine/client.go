@@ -323,7 +323,7 @@ func (c *Client) Connect(token []byte, now time.Time) error {
 	c.rel.restart(now)
 	c.log.Info("netcode client connecting",
 		"servers", c.token.NumServerAddresses,
-		"protocol_id", c.token.ProtocolID,
+		"protocol_id", IDString(c.token.ProtocolID),
 		"timeout_seconds", c.token.TimeoutSeconds)
 	c.beginAttempt(0, now) // anyRoute said one exists
 	return nil

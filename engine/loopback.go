@@ -51,7 +51,7 @@ func (s *Server) ConnectLoopbackClient(clientIndex int, clientID uint64, userDat
 	sl.sequence = 0
 	sl.addr = netip.AddrPort{}
 	sh.occupy(clientIndex, clientID, &ud)
-	s.log.Info("netcode loopback client connected", slog.Int("client_index", clientIndex), slog.Uint64("client_id", clientID))
+	s.log.Info("netcode loopback client connected", slog.Int("client_index", clientIndex), slog.String("client_id", IDString(clientID)))
 	return nil
 }
 

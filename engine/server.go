@@ -98,7 +98,8 @@ type Server struct {
 
 // Listen opens Shards sockets on each bind address (SO_REUSEPORT when
 // there are several, an IPv4 and an IPv6 address to serve both families)
-// with batchio.Listen and starts a server on them. A port of 0 is replaced
+// with batchio.ListenGroup, which fails if another process already serves
+// the address, and starts a server on them. A port of 0 is replaced
 // by the port the address's first socket got. Close closes the sockets.
 func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Server, error) {
 	if len(binds) == 0 {
@@ -108,9 +109,6 @@ func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Se
 	if err != nil {
 		return nil, err
 	}
-	if n > 1 {
-		sock.ReusePort = true
-	}
 	var conns []batchio.Conn
 	closeAll := func() {
 		for _, c := range conns {
@@ -118,17 +116,16 @@ func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Se
 		}
 	}
 	for _, bind := range binds {
-		addr := bind
-		for range n {
-			c, err := batchio.Listen(addr, sock)
-			if err != nil {
-				closeAll()
-				return nil, fmt.Errorf("netcode: server socket on %v: %w", addr, err)
-			}
-			warnBufferShortfall(cfg.Logger, c)
-			conns = append(conns, c)
-			addr = c.LocalAddr() // the rest share the port the first got
+		// ListenGroup refuses an address another server already serves.
+		group, err := batchio.ListenGroup(bind, n, sock)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("netcode: server sockets on %v: %w", bind, err)
 		}
+		for _, c := range group {
+			warnBufferShortfall(cfg.Logger, c)
+		}
+		conns = append(conns, group...)
 	}
 	cfg.Shards = 0
 	s, err := NewServer(cfg, conns...)
@@ -206,9 +203,9 @@ func (s *Server) start() error {
 	s.stopped.Store(false)
 	s.log.Info("netcode server started",
 		slog.Any("public", s.cfg.PublicAddresses), slog.Int("shards", len(s.shards)),
-		slog.Int("max_clients", len(s.slots)), slog.Uint64("protocol_id", s.cfg.ProtocolID),
+		slog.Int("max_clients", len(s.slots)), slog.String("protocol_id", IDString(s.cfg.ProtocolID)),
 		slog.Bool("manual", s.cfg.Manual),
-		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime))
+		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()))
 	if !s.cfg.Manual {
 		for _, sh := range s.shards {
 			s.wg.Add(1)

@@ -283,7 +283,7 @@ func (s *shard) logBeforeStart(expire uint64) {
 		"such a token may have been issued before this server started and used with an earlier run; "+
 		"tokens issued from now on with a lifetime of MaxConnectTokenLifetime are admitted, and this ends MaxConnectTokenLifetime after the start",
 		slog.Time("started", s.srv.startedAt),
-		slog.Duration("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime),
+		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()),
 		slog.Time("min_expire", time.Unix(int64(s.minExpire), 0)),
 		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
 }
@@ -415,5 +415,5 @@ func (s *shard) processResponse(from netip.AddrPort, connected bool, mapIdx int3
 	s.sendKeepAlive(int(i))
 
 	s.log.Info("netcode client connected", slog.Int("client_index", int(i)),
-		slog.Uint64("client_id", sl.clientID), slog.String("address", from.String()))
+		slog.String("client_id", IDString(sl.clientID)), slog.String("address", from.String()))
 }

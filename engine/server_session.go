@@ -190,7 +190,7 @@ func (s *shard) resetSlot(i int, reason DisconnectReason) {
 	sl.sequence = 0
 	s.reserved--
 	s.log.Info("netcode client disconnected", slog.Int("client_index", i),
-		slog.Uint64("client_id", sl.clientID), slog.String("address", addrString(sl.addr, sl.loopback)),
+		slog.String("client_id", IDString(sl.clientID)), slog.String("address", addrString(sl.addr, sl.loopback)),
 		slog.String("reason", reason.String()))
 	s.pushEvent(EventDisconnect, i, reason)
 }

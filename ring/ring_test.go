@@ -1,6 +1,10 @@
 package ring
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 func TestReplayWindow(t *testing.T) {
 	var r Replay
@@ -101,17 +105,24 @@ func TestSPSCOrderAcrossGoroutines(t *testing.T) {
 		t.Fatal("capacity 100 accepted")
 	}
 	const total = 200_000
+	// Both sides yield when they cannot proceed and stop at one deadline:
+	// on a loaded machine a bounded spin count ran out while the producer
+	// was descheduled, and the producer then spun on a full ring forever.
+	deadline := time.Now().Add(time.Minute)
 	done := make(chan error, 1)
 	go func() {
 		next := uint64(0)
-		for spins := 0; next < total && spins < 1<<30; spins++ {
-			if v, ok := r.Pop(); ok {
-				if v != next {
-					done <- errorf("popped %d, want %d", v, next)
-					return
-				}
-				next++
+		for next < total && time.Now().Before(deadline) {
+			v, ok := r.Pop()
+			if !ok {
+				runtime.Gosched()
+				continue
 			}
+			if v != next {
+				done <- errorf("popped %d, want %d", v, next)
+				return
+			}
+			next++
 		}
 		if next != total {
 			done <- errorf("consumer stopped at %d", next)
@@ -119,9 +130,11 @@ func TestSPSCOrderAcrossGoroutines(t *testing.T) {
 		}
 		done <- nil
 	}()
-	for i := uint64(0); i < total; {
+	for i := uint64(0); i < total && time.Now().Before(deadline); {
 		if r.Push(i) {
 			i++
+		} else {
+			runtime.Gosched()
 		}
 	}
 	if err := <-done; err != nil {

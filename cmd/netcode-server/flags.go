@@ -1,23 +1,17 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/agones"
 	"github.com/netcode-go/netcode/engine/dedicated"
 )
-
-// envPrefix is the prefix of the environment variables that set flags:
-// -max-clients is NETCODE_MAX_CLIENTS. A flag on the command line wins.
-const envPrefix = "NETCODE_"
 
 // keyEnv holds the private key itself (the file's content).
 const keyEnv = "NETCODE_PRIVATE_KEY"
@@ -28,6 +22,7 @@ const (
 	devBind        = "127.0.0.1:40000"
 	defaultHTTP    = "127.0.0.1:8080"
 	devProtocolHex = "6e6574636f6465" // "netcode"
+	maxShards      = 256
 )
 
 // options are the parsed flags.
@@ -49,13 +44,7 @@ type options struct {
 	logLevel       string
 }
 
-// usageError marks errors in the command line or environment (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // addrList is a repeatable address flag; from the environment it takes a
 // comma-separated list.
@@ -83,68 +72,59 @@ func (l *addrList) Set(s string) error {
 	return nil
 }
 
+// Choices of the flags that take a name.
+var (
+	gameChoices      = []string{"echo", "relay"}
+	trackingChoices  = []string{"counter", "list", "players", "none"}
+	logFormatChoices = []string{"json", "text"}
+	logLevelChoices  = []string{"debug", "info", "warn", "error"}
+)
+
+// flagSet defines the command's flags on o.
+func flagSet(o *options) *cli.FlagSet {
+	fs := cli.New("netcode-server", "[flags]")
+	fs.Var(&o.binds, "bind", "UDP `ADDR` to listen on; repeat for IPv4 and IPv6 (default "+defaultBind+", or "+devBind+" without a key)")
+	fs.Var(&o.public, "public", "`ADDR` the connect tokens name for this server; repeat for several (default: the bind addresses, or the Agones GameServer's address with -agones)")
+	fs.Hex(&o.protocolHex, "protocol", "the game's protocol id, 1 to 16 `HEX` digits (required with a key; "+devProtocolHex+" in development mode)")
+	fs.StringVar(&o.keyFile, "key-file", "", "`FILE` holding the 32-byte private key as 64 hex digits (or set $"+keyEnv+"); without either, a throwaway development key on loopback only")
+	fs.Int(&o.maxClients, "max-clients", engine.DefaultMaxClients, 1, engine.MaxServerClients, fmt.Sprintf("client slots, `N` from 1 to %d", engine.MaxServerClients))
+	fs.Int(&o.shards, "shards", 0, 0, maxShards, fmt.Sprintf("sockets and shard goroutines per bind address, `N` from 1 to %d (0: one per CPU)", maxShards))
+	fs.HostPort(&o.httpAddr, "http", defaultHTTP, true, "TCP `ADDR` of /metrics, /healthz and /readyz (off: none)")
+	fs.Duration(&o.drainGrace, "drain-grace", dedicated.DefaultDrainGrace, time.Millisecond, dedicated.MaxDrainGrace, 0,
+		fmt.Sprintf("on SIGTERM, how long players may play on before they are disconnected, a `DURATION` from 1ms to %v", dedicated.MaxDrainGrace))
+	fs.Duration(&o.tokenLifetime, "token-lifetime", engine.DefaultMaxConnectTokenLifetime, time.Second, engine.MaxConnectTokenLifetimeLimit, time.Second,
+		fmt.Sprintf("the connect tokens' lifetime as the token service issues them, a `DURATION` of whole seconds from 1s to %v", engine.MaxConnectTokenLifetimeLimit))
+	fs.Bool(&o.agones, "agones", false, "take part in the Agones GameServer lifecycle through the SDK sidecar (localhost:$AGONES_SDK_HTTP_PORT)")
+	fs.Choice(&o.agonesTracking, "agones-tracking", "counter", trackingChoices, "how players are reported to Agones: counter, list (the Counter or List \"players\"), players (alpha player tracking) or none")
+	fs.StringVar(&o.agonesPort, "agones-port", "", "the GameServer port `NAME` that names the public address (empty: the first)")
+	fs.Choice(&o.game, "game", "echo", gameChoices, "built-in game: echo (payloads back to their sender) or relay (to every other client)")
+	fs.Float(&o.tick, "tick", dedicated.DefaultTickRate, 0, dedicated.MaxTickRate, fmt.Sprintf("game ticks per second, `HZ` above 0 up to %d", dedicated.MaxTickRate))
+	fs.Choice(&o.logFormat, "log-format", "text", logFormatChoices, "log format: json or text")
+	fs.Choice(&o.logLevel, "log-level", "info", logLevelChoices, "log level: debug, info, warn or error")
+	fs.Notes("The private key itself may come from $" + keyEnv + " (64 hex digits); it is never a flag.\n" +
+		"Exit status: 0 after a drain (or -h, -version), 2 for a usage error, 1 when the server failed.")
+	return fs
+}
+
 // parseFlags reads args, then the environment for every flag not given.
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+// It returns cli.ErrDone after -h or -version.
+func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("netcode-server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Var(&o.binds, "bind", "UDP address to listen on; repeat for IPv4 and IPv6 (default "+defaultBind+", or "+devBind+" without a key)")
-	fs.Var(&o.public, "public", "address the connect tokens name for this server; repeat for several (default: the bind addresses, or the Agones GameServer's address with -agones)")
-	fs.StringVar(&o.protocolHex, "protocol", "", "the game's protocol id in hex, 1 to 16 digits (required with a key; "+devProtocolHex+" in development mode)")
-	fs.StringVar(&o.keyFile, "key-file", "", "file holding the 32-byte private key as 64 hex digits (or set "+keyEnv+"); without either, a throwaway development key on loopback only")
-	fs.IntVar(&o.maxClients, "max-clients", engine.DefaultMaxClients, fmt.Sprintf("client slots, 1 to %d", engine.MaxServerClients))
-	fs.IntVar(&o.shards, "shards", 0, "sockets and shard goroutines per bind address, 1 to 256 (0: one per CPU)")
-	fs.StringVar(&o.httpAddr, "http", defaultHTTP, "TCP address of /metrics, /healthz and /readyz (empty or off: none)")
-	fs.DurationVar(&o.drainGrace, "drain-grace", dedicated.DefaultDrainGrace, "on SIGTERM, how long players may play on before they are disconnected")
-	fs.DurationVar(&o.tokenLifetime, "token-lifetime", engine.DefaultMaxConnectTokenLifetime, "the connect tokens' lifetime as the token service issues them (whole seconds)")
-	fs.BoolVar(&o.agones, "agones", false, "take part in the Agones GameServer lifecycle through the SDK sidecar (localhost:$AGONES_SDK_HTTP_PORT)")
-	fs.StringVar(&o.agonesTracking, "agones-tracking", "counter", "how players are reported to Agones: counter, list (the Counter or List \"players\"), players (alpha player tracking) or none")
-	fs.StringVar(&o.agonesPort, "agones-port", "", "the GameServer port that names the public address (empty: the first)")
-	fs.StringVar(&o.game, "game", "echo", "built-in game: echo (payloads back to their sender) or relay (to every other client)")
-	fs.Float64Var(&o.tick, "tick", dedicated.DefaultTickRate, fmt.Sprintf("game ticks per second, above 0 up to %d", dedicated.MaxTickRate))
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: json or text")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: netcode-server [flags]\n\nEvery flag can also be set by the environment: -max-clients as %sMAX_CLIENTS\n(repeatable flags as a comma-separated list); the command line wins.\n\n", envPrefix)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
+	fs := flagSet(o)
+	if err := fs.Parse(args, getenv, stdout); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected arguments %q; every setting is a flag", fs.Args())
 	}
-	given := make(map[string]bool)
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := envName(f.Name)
-		v := getenv(name)
-		if err != nil || given[f.Name] || v == "" {
-			return
-		}
-		if serr := f.Value.Set(v); serr != nil {
-			err = usagef("%s: %v", name, serr)
-		}
-	})
-	return o, err
+	return o, nil
 }
 
-// envName is the variable for a flag: NETCODE_ and the name upper-cased,
-// dashes as underscores.
-func envName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// parseProtocol reads 1 to 16 hex digits, 0x optional.
+// parseProtocol reads the (already checked) protocol id.
 func parseProtocol(s string) (uint64, error) {
-	t := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	v, err := strconv.ParseUint(t, 16, 64)
-	if t == "" || len(t) > 16 || err != nil {
-		return 0, usagef("-protocol %q: want 1 to 16 hex digits (0x optional)", s)
+	v, err := cli.ParseHex64(s)
+	if err != nil {
+		return 0, usagef("-protocol %q: %v", s, err)
 	}
 	return v, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -16,7 +17,9 @@ const maxKeyFile = 1 << 10
 
 // readKey returns the private key from -key-file, else from
 // NETCODE_PRIVATE_KEY, else nil (development mode). Errors name the
-// source and never quote the content: it is a secret.
+// source and never quote the content: it is a secret. A bad variable is a
+// usage error; an unreadable or malformed file is a failure (exit 1), as
+// with every input file of both commands.
 func readKey(file string, getenv func(string) string) ([]byte, error) {
 	var text, source string
 	switch {
@@ -39,7 +42,11 @@ func readKey(file string, getenv func(string) string) ([]byte, error) {
 	text = strings.TrimSpace(text)
 	key, err := hex.DecodeString(text)
 	if err != nil || len(key) != codec.KeyBytes {
-		return nil, usagef("%s: not %d hex digits (a %d-byte key); make one with netcode-token keygen", source, 2*codec.KeyBytes, codec.KeyBytes)
+		err := fmt.Errorf("%s: not %d hex digits (a %d-byte key); make one with netcode-token keygen", source, 2*codec.KeyBytes, codec.KeyBytes)
+		if file == "" {
+			err = cli.UsageError{Err: err} // a bad variable; a bad file is a failure
+		}
+		return nil, err
 	}
 	return key, nil
 }

@@ -26,26 +26,25 @@
 // 503 at once, players play on for up to -drain-grace, then are
 // disconnected; the process exits 0. A second signal ends it at once.
 //
-// Exit status: 0 after a drain, 2 for a usage error (a bad flag,
-// variable or key), 1 when the server failed.
+// Exit status: 0 after a drain (and for -h and -version), 2 for a usage
+// error (a bad flag, variable or argument; nothing was started), 1 when
+// the server failed (an unreadable key file included).
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/dedicated"
+	"github.com/netcode-go/netcode/engine/metrics"
 )
 
 func main() {
@@ -54,28 +53,19 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal takes the default action: the process ends at once
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 // run runs the server until ctx is done and returns the exit status.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
-	o, err := parseFlags(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, getenv, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
-		return 2
+		return cli.Exit(stderr, "netcode-server", err)
 	}
-	log, err := newLogger(o.logFormat, o.logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
-		return 2
-	}
+	log := newLogger(o.logFormat, o.logLevel, stderr)
 	cfg, g, cleanup, err := configure(o, getenv, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "netcode-server: %v\n", err)
-		return 2
+		return cli.Exit(stderr, "netcode-server", err)
 	}
 	defer cleanup()
 	if wrapGame != nil {
@@ -83,25 +73,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if err := dedicated.Run(ctx, cfg, g); err != nil {
 		log.Error("netcode-server failed", slog.Any("err", err))
-		return 1
+		return cli.ExitFailure
 	}
-	return 0
+	return cli.ExitOK
 }
 
-// newLogger makes the structured logger of -log-format and -log-level.
-func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+// newLogger makes the structured logger of -log-format and -log-level
+// (both checked when parsed).
+func newLogger(format, level string, w io.Writer) *slog.Logger {
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usagef("-log-level %q: want debug, info, warn or error", level)
-	}
+	_ = lv.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return nil, usagef("-log-format %q: want json or text", format)
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // configure turns the options into the runner's config. cleanup removes
@@ -146,20 +132,28 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 			}
 		}
 	}
+	var devPath string
 	if dev {
-		var path string
-		if key, path, err = devKey(); err != nil {
+		if key, devPath, err = devKey(); err != nil {
 			return
 		}
-		cleanup = func() { os.Remove(path) }
-		keySource = "development key in " + path
+		cleanup = func() { os.Remove(devPath) }
+		keySource = "development key in " + devPath
+	}
+	// The first line names the build, then everything the flags decided.
+	b := cli.Build()
+	log.Info("netcode-server starting", slog.String("version", b.Version), slog.String("revision", b.Revision), slog.String("go", b.GoVersion),
+		slog.String("game", o.game), slog.String("protocol", engine.IDString(protocol)),
+		slog.String("key", keySource), slog.String("bind", o.binds.String()), slog.String("public", o.public.String()),
+		slog.String("http", o.httpAddr), slog.Bool("agones", o.agones))
+	if dev {
 		target := o.binds[0]
 		if len(o.public) > 0 {
 			target = o.public[0]
 		}
 		log.Warn("development mode: no private key configured (-key-file or "+keyEnv+"); made a throwaway key for this run, serving on loopback only",
-			slog.String("key_file", path), slog.String("protocol", o.protocolHex),
-			slog.String("load_it_with", fmt.Sprintf("go run ./cmd/netbench -target %v -protocol %s -key $(cat %s)", target, o.protocolHex, path)))
+			slog.String("key_file", devPath),
+			slog.String("load_it_with", fmt.Sprintf("go run ./cmd/netbench -target %v -protocol %s -key $(cat %s)", target, o.protocolHex, devPath)))
 	}
 	cfg = dedicated.Config{
 		Server: engine.ServerConfig{
@@ -171,10 +165,11 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 			MaxConnectTokenLifetime: o.tokenLifetime,
 		},
 		Bind:       o.binds,
-		HTTPAddr:   strings.TrimSuffix(o.httpAddr, "off"),
+		HTTPAddr:   o.httpAddr,
 		TickRate:   o.tick,
 		DrainGrace: o.drainGrace,
 		Logger:     log,
+		Registry:   registry(b),
 	}
 	if o.agones {
 		a := &dedicated.AgonesConfig{PortName: o.agonesPort}
@@ -184,10 +179,15 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 		}
 		cfg.Agones = a
 	}
-	log.Info("netcode-server starting", slog.String("game", o.game), slog.String("protocol", strconv.FormatUint(protocol, 16)),
-		slog.String("key", keySource), slog.String("bind", o.binds.String()), slog.String("public", o.public.String()),
-		slog.String("http", o.httpAddr), slog.Bool("agones", o.agones))
 	return cfg, g, cleanup, nil
+}
+
+// registry is the server's metrics registry: the Go runtime's and the
+// process's collectors, and netcode_build_info.
+func registry(b cli.BuildInfo) metrics.Registry {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
+	return reg
 }
 
 // checkDev fills in and checks the development mode's binds: loopback only,

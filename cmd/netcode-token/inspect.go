@@ -31,11 +31,12 @@ const maxTokenText = 64 << 10
 
 // runInspect prints a token's fields.
 func runInspect(e *env, args []string) error {
-	fs := newFlagSet(e, "inspect", "[-key-file F] [-show-keys] [-json] [TOKEN | -]")
+	fs := newFlagSet("inspect", "[-key-file F] [-show-keys] [-json] [TOKEN | -]")
 	keyFile := fs.String("key-file", "", "`FILE` holding the private key as 64 hex digits, to open the private part (default: $"+keyEnv+" if set)")
-	showKeys := fs.Bool("show-keys", false, "print the session keys: they are the client's secrets")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
+	var showKeys, asJSON bool
+	fs.Bool(&showKeys, "show-keys", false, "print the session keys: they are the client's secrets")
+	fs.Bool(&asJSON, "json", false, "print JSON")
+	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
 	var text string
@@ -64,15 +65,15 @@ func runInspect(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !*showKeys {
+	if !showKeys {
 		info.ClientToServerKey, info.ServerToClientKey = "", ""
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}
-	return info.print(e.stdout, *showKeys)
+	return info.print(e.stdout, showKeys)
 }
 
 // inspected is a token's content as inspect prints it. 64-bit numbers are

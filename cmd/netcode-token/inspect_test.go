@@ -115,7 +115,7 @@ func TestInspectErrors(t *testing.T) {
 		{"expiry before creation", nil, mutate(func(b []byte) { binary.LittleEndian.PutUint64(b[29:], 1_799_999_999) }), nil, 1, "expire timestamp 1799999999 is before create timestamp 1800000000; a token expires at or after its creation"},
 		{"wrong key", map[string]string{keyEnv: otherKey}, std, nil, 1, "the private part does not open with this key"},
 		{"altered expiry", keyVars, mutate(func(b []byte) { b[29]++ }), nil, 1, "does not open with this key"},
-		{"key of 31 bytes", map[string]string{keyEnv: otherKey[:62]}, std, nil, 1, "NETCODE_PRIVATE_KEY: 62 hex digits; want 64 (a 32-byte key)"},
+		{"key of 31 bytes", map[string]string{keyEnv: otherKey[:62]}, std, nil, 2, "NETCODE_PRIVATE_KEY: 62 hex digits; want 64 (a 32-byte key)"},
 		{"private part unreadable", keyVars, base64.StdEncoding.EncodeToString(resealed(t, raw, badPrivate)), nil, 1, "the private part opens but does not parse: server address count not in [1,32]"},
 		{"unknown flag", nil, std, []string{"-key", "x"}, 2, "flag provided but not defined: -key"},
 	}

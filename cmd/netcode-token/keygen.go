@@ -12,9 +12,9 @@ import (
 // runKeygen prints a new private key, or writes it to a new file readable
 // only by its owner.
 func runKeygen(e *env, args []string) error {
-	fs := newFlagSet(e, "keygen", "[-o FILE]")
+	fs := newFlagSet("keygen", "[-o FILE]")
 	out := fs.String("o", "", "write the key to `FILE` (created with mode 0600; an existing file is an error) instead of stdout")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/codec"
 )
 
@@ -44,7 +45,11 @@ func loadKey(e *env, keyFile string, required bool) ([]byte, error) {
 	}
 	key, err := parseKey(text)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+		err = fmt.Errorf("%s: %w", source, err)
+		if keyFile == "" {
+			err = cli.UsageError{Err: err} // a bad variable; a bad file is a failure
+		}
+		return nil, err
 	}
 	return key, nil
 }
@@ -134,7 +139,7 @@ func loadUserData(hexText, file string) ([]byte, error) {
 	var b []byte
 	switch {
 	case hexText != "" && file != "":
-		return nil, usageError{errUserDataBoth}
+		return nil, cli.UsageError{Err: errUserDataBoth}
 	case hexText != "":
 		var err error
 		if b, err = hex.DecodeString(hexText); err != nil {

@@ -13,14 +13,17 @@
 // standard base64 on one line (-url: the URL-safe alphabet, unpadded);
 // inspect reads either alphabet, padded or not.
 //
-// Exit status: 0 on success, 2 for a usage error (a bad flag or argument),
-// 1 for any other failure (bad input, unreadable files, a refused token).
+// Every flag can also be set by its variable: NETCODE_ and the flag's name
+// upper-cased, dashes as underscores (-key-file: NETCODE_KEY_FILE); the
+// command line wins. "netcode-token -version" prints the build.
+//
+// Exit status: 0 on success (and for -h, -version), 2 for a usage error
+// (a bad flag, variable or argument), 1 for any other failure (bad input,
+// unreadable files, a refused token).
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 )
 
@@ -49,15 +53,7 @@ type env struct {
 	now    func() time.Time
 }
 
-// usageError marks errors in the command line itself (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 const usage = `usage: netcode-token COMMAND [flags]
 
@@ -67,7 +63,12 @@ commands:
   inspect  read a connect token (the private part too, with the key)
   serve    run the HTTP token service
 
-"netcode-token COMMAND -h" lists a command's flags.
+"netcode-token COMMAND -h" lists a command's flags; every flag can also be set
+by its variable, NETCODE_ and the flag's name (-key-file: NETCODE_KEY_FILE).
+"netcode-token -version" prints the version.
+
+Exit status: 0 on success (and for -h, -version), 2 for a usage error,
+1 for any other failure.
 `
 
 var commands = map[string]func(*env, []string) error{
@@ -81,30 +82,21 @@ var commands = map[string]func(*env, []string) error{
 func run(e *env, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
-		return 2
+		return cli.ExitUsage
 	}
-	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
 		fmt.Fprint(e.stdout, usage)
-		return 0
+		return cli.ExitOK
+	case "-version", "--version", "version":
+		fmt.Fprintln(e.stdout, cli.Build().Line("netcode-token"))
+		return cli.ExitOK
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "netcode-token: unknown command %q; want keygen, mint, inspect or serve\n", args[0])
-		return 2
+		return cli.Exit(e.stderr, "netcode-token", usagef("unknown command %q; want keygen, mint, inspect or serve", args[0]))
 	}
-	err := cmd(e, args[1:])
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, new(usageError)):
-		fmt.Fprintf(e.stderr, "netcode-token %s: %v\n", args[0], err)
-		return 2
-	default:
-		fmt.Fprintf(e.stderr, "netcode-token %s: %v\n", args[0], err)
-		return 1
-	}
+	return cli.Exit(e.stderr, "netcode-token "+args[0], cmd(e, args[1:]))
 }
 
 func main() {
@@ -114,26 +106,13 @@ func main() {
 	os.Exit(code)
 }
 
-// newFlagSet returns a flag set whose parse errors are usage errors and
-// whose messages go to e.stderr.
-func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: netcode-token %s %s\n\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+// newFlagSet returns the flag set of a command.
+func newFlagSet(name, synopsis string) *cli.FlagSet {
+	return cli.New("netcode-token "+name, synopsis)
 }
 
-// parseFlags parses args; a parse error is a usage error (the flag
-// package has printed it and the usage already).
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	return nil
+// parseFlags parses args, then the environment; it returns cli.ErrDone
+// after -h or -version.
+func parseFlags(e *env, fs *cli.FlagSet, args []string) error {
+	return fs.Parse(args, e.getenv, e.stdout)
 }

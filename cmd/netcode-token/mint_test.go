@@ -144,9 +144,9 @@ func TestMintErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"key 31 bytes in env", map[string]string{keyEnv: testKeyHex[:62]}, args(one...), 1, "NETCODE_PRIVATE_KEY: 62 hex digits; want 64 (a 32-byte key)"},
+		{"key 31 bytes in env", map[string]string{keyEnv: testKeyHex[:62]}, args(one...), 2, "NETCODE_PRIVATE_KEY: 62 hex digits; want 64 (a 32-byte key)"},
 		{"key 33 bytes in file", nil, args(append(one, "-key-file", writeFile(t, "k33", testKeyHex+"00"))...), 1, "66 hex digits; want 64 (a 32-byte key)"},
-		{"key not hex", map[string]string{keyEnv: "zz" + testKeyHex[2:]}, args(one...), 1, "character 1 is not a hex digit; want 64 hex digits"},
+		{"key not hex", map[string]string{keyEnv: "zz" + testKeyHex[2:]}, args(one...), 2, "character 1 is not a hex digit; want 64 hex digits"},
 		{"no key", nil, args(one...), 2, "no private key: give -key-file FILE or set NETCODE_PRIVATE_KEY"},
 		{"missing key file", nil, args(append(one, "-key-file", "/nonexistent/key")...), 1, "-key-file: open /nonexistent/key"},
 		{"0 addresses", keyVars, args(), 2, "-addr: 0 addresses; allowed 1 to 32"},
@@ -162,16 +162,16 @@ func TestMintErrors(t *testing.T) {
 		{"user data 257 bytes", keyVars, args(append(one, "-user-data", strings.Repeat("ab", 257))...), 2, "-user-data: 257 bytes; allowed 0 to 256"},
 		{"user data file 257 bytes", keyVars, args(append(one, "-user-data-file", writeFile(t, "ud", strings.Repeat("x", 257)))...), 1, "more than 256 bytes; allowed 0 to 256"},
 		{"both user data", keyVars, args(append(one, "-user-data", "ab", "-user-data-file", "f")...), 2, "-user-data or -user-data-file, not both"},
-		{"expiry before creation", keyVars, args(append(one, "-expire", "-5")...), 2, "-expire -5: the token would expire before it is created; allowed 1 or more seconds, or -1 for never"},
-		{"expire 0", keyVars, args(append(one, "-expire", "0")...), 2, "-expire 0: the token would expire as it is created"},
+		{"expiry before creation", keyVars, args(append(one, "-expire", "-5")...), 2, `invalid value "-5" for flag -expire: want an integer from 1 to 2147483647, or -1`},
+		{"expire 0", keyVars, args(append(one, "-expire", "0")...), 2, `invalid value "0" for flag -expire: want an integer from 1`},
 		{"expire not a number", keyVars, args(append(one, "-expire", "soon")...), 2, `invalid value "soon" for flag -expire`},
-		{"timeout 0", keyVars, args(append(one, "-timeout", "0")...), 2, "-timeout 0: allowed 1 to 2147483647 seconds, or -1"},
-		{"timeout too big", keyVars, args(append(one, "-timeout", "2147483648")...), 2, "-timeout 2147483648"},
+		{"timeout 0", keyVars, args(append(one, "-timeout", "0")...), 2, `invalid value "0" for flag -timeout: want an integer from 1 to 2147483647, or -1`},
+		{"timeout too big", keyVars, args(append(one, "-timeout", "2147483648")...), 2, `"2147483648" for flag -timeout`},
 		{"no protocol", keyVars, []string{"mint", "-client-id", "1", "-addr", "192.0.2.1:1"}, 2, "-protocol is required"},
-		{"bad protocol", keyVars, []string{"mint", "-protocol", "xyz", "-client-id", "1", "-addr", "192.0.2.1:1"}, 2, `-protocol "xyz": want 1 to 16 hex digits`},
+		{"bad protocol", keyVars, []string{"mint", "-protocol", "xyz", "-client-id", "1", "-addr", "192.0.2.1:1"}, 2, `invalid value "xyz" for flag -protocol: want 1 to 16 hex digits`},
 		{"protocol too long", keyVars, []string{"mint", "-protocol", "11223344556677889", "-client-id", "1", "-addr", "192.0.2.1:1"}, 2, "want 1 to 16 hex digits"},
 		{"no client id", keyVars, []string{"mint", "-protocol", "1", "-addr", "192.0.2.1:1"}, 2, "-client-id is required"},
-		{"bad client id", keyVars, []string{"mint", "-protocol", "1", "-client-id", "-3", "-addr", "192.0.2.1:1"}, 2, `-client-id "-3": want a decimal number 0 to 18446744073709551615`},
+		{"bad client id", keyVars, []string{"mint", "-protocol", "1", "-client-id", "-3", "-addr", "192.0.2.1:1"}, 2, `invalid value "-3" for flag -client-id: want a decimal number from 0 to 18446744073709551615`},
 		{"extra argument", keyVars, args(append(one, "more")...), 2, `unexpected arguments ["more"]`},
 	}
 	for _, tt := range tests {

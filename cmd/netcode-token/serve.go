@@ -5,8 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine/backend"
+	"github.com/netcode-go/netcode/engine/metrics"
 )
 
 // serveOptions are serve's flags.
@@ -31,6 +33,7 @@ type serveOptions struct {
 	rate                       float64
 	burst                      int
 	tlsCert, tlsKey            string
+	logFormat, logLevel        string
 }
 
 // selectorList is a repeatable -agones-selector flag: k=v[,k=v...].
@@ -51,46 +54,70 @@ func (l *selectorList) Set(s string) error {
 	return nil
 }
 
-func serveFlags(e *env) (*flag.FlagSet, *serveOptions) {
+func serveFlags() (*cli.FlagSet, *serveOptions) {
 	o := &serveOptions{}
-	fs := newFlagSet(e, "serve", "-protocol HEX -key-file F -auth dev|bearer [-secrets-file F] -servers A,B | -health-servers URL=ADDR,... | -agones-url URL [flags]")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on; POST /token answers with a token, GET /healthz with 200")
-	fs.StringVar(&o.protocol, "protocol", "", "protocol id: 1 to 16 `HEX` digits (required)")
+	fs := newFlagSet("serve", "-protocol HEX -key-file F -auth dev|bearer [-secrets-file F] -servers A,B | -health-servers URL=ADDR,... | -agones-url URL [flags]")
+	fs.HostPort(&o.listen, "listen", "127.0.0.1:8080", false, "`ADDR` to serve HTTP on; POST /token answers with a token, GET /healthz with 200, GET /metrics with the service's metrics")
+	fs.Hex(&o.protocol, "protocol", "protocol id: 1 to 16 `HEX` digits (required)")
 	fs.StringVar(&o.keyFile, "key-file", "", "`FILE` holding the private key as 64 hex digits (default: $"+keyEnv+")")
-	fs.Int64Var(&o.lifetime, "lifetime", int64(defaultTokenLifetime/time.Second), "token lifetime in seconds, 1 to 86400; must equal the servers' MaxConnectTokenLifetime")
-	fs.Int64Var(&o.timeout, "timeout", backend.DefaultTimeoutSeconds, "connection timeout in the tokens, 1 to 86400 seconds, or -1 for none (development only)")
-	fs.StringVar(&o.auth, "auth", "", "how callers are identified: dev (loopback callers only, client id from the client_id query parameter) or bearer (Authorization: Bearer SECRET, from -secrets-file)")
-	fs.StringVar(&o.secretsFile, "secrets-file", "", "with -auth bearer: lines of CLIENT_ID SECRET")
+	fs.Int64(&o.lifetime, "lifetime", int64(defaultTokenLifetime/time.Second), 1, 86400, false, "token lifetime in `SECONDS`, 1 to 86400; must equal the servers' -token-lifetime")
+	fs.Int64(&o.timeout, "timeout", backend.DefaultTimeoutSeconds, 1, 86400, true, "connection timeout in the tokens, 1 to 86400 `SECONDS`, or -1 for none (development only)")
+	fs.Choice(&o.auth, "auth", "", []string{"dev", "bearer"}, "how callers are identified: dev (loopback callers only, client id from the client_id query parameter) or bearer (Authorization: Bearer SECRET, from -secrets-file)")
+	fs.StringVar(&o.secretsFile, "secrets-file", "", "with -auth bearer: `FILE` of lines CLIENT_ID SECRET")
 	fs.StringVar(&o.servers, "servers", "", "static servers: PUBLIC[/INTERNAL],... in order of preference, such as 203.0.113.7:40000,203.0.113.8:40000")
 	fs.StringVar(&o.healthServers, "health-servers", "", "servers chosen by health: URL=PUBLIC[/INTERNAL],..., where URL/readyz and URL/metrics are the server's endpoints")
-	fs.StringVar(&o.agonesURL, "agones-url", "", "Agones allocator service base URL (https://host:port): one game server allocated per token")
+	fs.StringVar(&o.agonesURL, "agones-url", "", "Agones allocator service base `URL` (https://host:port): one game server allocated per token")
 	fs.StringVar(&o.agonesNamespace, "agones-namespace", "default", "with -agones-url: the fleet's namespace")
-	fs.StringVar(&o.agonesCert, "agones-cert", "", "with -agones-url: client certificate file (PEM) the allocator accepts")
-	fs.StringVar(&o.agonesKey, "agones-key", "", "with -agones-url: the client certificate's key file (PEM)")
-	fs.StringVar(&o.agonesCA, "agones-ca", "", "with -agones-url: CA file (PEM) of the allocator's certificate (default: the system's)")
+	fs.StringVar(&o.agonesCert, "agones-cert", "", "with -agones-url: client certificate `FILE` (PEM) the allocator accepts")
+	fs.StringVar(&o.agonesKey, "agones-key", "", "with -agones-url: the client certificate's key `FILE` (PEM)")
+	fs.StringVar(&o.agonesCA, "agones-ca", "", "with -agones-url: CA `FILE` (PEM) of the allocator's certificate (default: the system's)")
 	fs.StringVar(&o.agonesPort, "agones-port-name", backend.DefaultAgonesPortName, "with -agones-url: the game server port clients dial")
 	fs.Var(&o.agonesSelectors, "agones-selector", "with -agones-url: label=value[,label=value] of game servers to allocate; repeat to try several in order")
-	fs.Float64Var(&o.rate, "rate", backend.DefaultRatePerSecond, "tokens per second per client id")
-	fs.IntVar(&o.burst, "burst", backend.DefaultRateBurst, "tokens a client id may get at once")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); tokens hold the client's session keys in the clear, so serve plain HTTP only behind a TLS proxy or on loopback")
-	fs.StringVar(&o.tlsKey, "tls-key", "", "the -tls-cert's key file (PEM)")
+	fs.Float(&o.rate, "rate", backend.DefaultRatePerSecond, 0, 1e6, "tokens per second per client id, above 0 up to 1000000")
+	fs.Int(&o.burst, "burst", backend.DefaultRateBurst, 1, 1<<20, fmt.Sprintf("tokens a client id may get at once, 1 to %d", 1<<20))
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM); tokens hold the client's session keys in the clear, so serve plain HTTP only behind a TLS proxy or on loopback")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the -tls-cert's key `FILE` (PEM)")
+	fs.Choice(&o.logFormat, "log-format", "json", []string{"json", "text"}, "log format: json or text")
+	fs.Choice(&o.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
 	return fs, o
+}
+
+// registry is the service's metrics registry: the Go runtime's and the
+// process's collectors, and netcode_build_info.
+func registry(b cli.BuildInfo) metrics.Registry {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
+	return reg
+}
+
+// newLogger makes the structured logger of -log-format and -log-level
+// (both checked when parsed), as netcode-server's.
+func newLogger(format, level string, w io.Writer) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // runServe runs the token service until e.ctx is done.
 func runServe(e *env, args []string) error {
-	fs, o := serveFlags(e)
-	if err := parseFlags(fs, args); err != nil {
+	fs, o := serveFlags()
+	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
-	logger := slog.New(slog.NewJSONHandler(e.stderr, nil))
+	logger := newLogger(o.logFormat, o.logLevel, e.stderr)
 	cfg, err := serveConfig(e, o)
 	if err != nil {
 		return err
 	}
+	b := cli.Build()
+	logger.Info("netcode-token serve starting", slog.String("version", b.Version), slog.String("revision", b.Revision), slog.String("go", b.GoVersion))
 	cfg.Logger = logger
 	h, err := backend.NewHandler(cfg)
 	if err != nil {
@@ -99,6 +126,7 @@ func runServe(e *env, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/token", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", metrics.Handler(registry(b), logger))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -146,20 +174,8 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 	if cfg.ProtocolID, err = parseProtocol(o.protocol); err != nil {
 		return cfg, err
 	}
-	if o.lifetime < 1 || o.lifetime > 86400 {
-		return cfg, usagef("-lifetime %d: allowed 1 to 86400 seconds, equal to the servers' MaxConnectTokenLifetime", o.lifetime)
-	}
 	cfg.TokenLifetime = time.Duration(o.lifetime) * time.Second
-	if o.timeout != -1 && (o.timeout < 1 || o.timeout > 86400) {
-		return cfg, usagef("-timeout %d: allowed 1 to 86400 seconds, or -1 for none", o.timeout)
-	}
 	cfg.TimeoutSeconds = int32(o.timeout)
-	if !(o.rate > 0 && o.rate <= 1e6) {
-		return cfg, usagef("-rate %g: allowed more than 0 up to 1000000 per second", o.rate)
-	}
-	if o.burst < 1 || o.burst > 1<<20 {
-		return cfg, usagef("-burst %d: allowed 1 to %d", o.burst, 1<<20)
-	}
 	cfg.RateLimit = backend.RateLimit{PerSecond: o.rate, Burst: o.burst}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return cfg, usagef("-tls-cert and -tls-key go together")
@@ -182,10 +198,8 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 			return cfg, fmt.Errorf("-secrets-file: %w", err)
 		}
 		cfg.Authenticate = secrets.Authenticate
-	case "":
-		return cfg, usagef("-auth is required: dev (loopback callers, for development) or bearer (-secrets-file)")
 	default:
-		return cfg, usagef("-auth %q: want dev or bearer", o.auth)
+		return cfg, usagef("-auth is required: dev (loopback callers, for development) or bearer (-secrets-file)")
 	}
 	if cfg.Directory, err = directory(o); err != nil {
 		return cfg, err
@@ -222,7 +236,7 @@ func directory(o *serveOptions) (backend.Directory, error) {
 		}
 		d, err := backend.NewStaticDirectory(servers)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, cli.UsageError{Err: err}
 		}
 		return d, nil
 	case o.healthServers != "":
@@ -240,7 +254,7 @@ func directory(o *serveOptions) (backend.Directory, error) {
 		}
 		d, err := backend.NewHealthDirectory(backend.HealthConfig{Targets: targets})
 		if err != nil {
-			return nil, usageError{err}
+			return nil, cli.UsageError{Err: err}
 		}
 		return d, nil
 	}
@@ -253,7 +267,7 @@ func directory(o *serveOptions) (backend.Directory, error) {
 		PortName: o.agonesPort, TLSConfig: tlsConfig,
 	})
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	return d, nil
 }

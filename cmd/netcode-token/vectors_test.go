@@ -12,15 +12,15 @@ import (
 	"testing"
 )
 
-// vectorsDir is $NETCODE_VECTORS, or ../shared/vectors beside the
-// repository; the test skips, saying why, when neither exists.
+// vectorsDir is $NETCODE_VECTORS, or the repository's testdata/vectors.
+// The vectors are in the repository: missing ones fail, never skip.
 func vectorsDir(t *testing.T) string {
 	dir := os.Getenv("NETCODE_VECTORS")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "vectors")
-		if _, err := os.Stat(dir); err != nil {
-			t.Skipf("no vectors: NETCODE_VECTORS is unset and %s does not exist (%v)", dir, err)
-		}
+		dir = filepath.Join("..", "..", "testdata", "vectors")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		t.Fatalf("no vectors in %s: %v", dir, err)
 	}
 	return dir
 }

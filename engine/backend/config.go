@@ -128,9 +128,9 @@ func orDefault[T cmp.Ordered](v *T, def, lo, hi T) bool {
 // LogValue leaves the private key out of structured logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("protocol_id", fmt.Sprintf("%#x", c.ProtocolID)),
+		slog.String("protocol_id", engine.IDString(c.ProtocolID)),
 		slog.String("private_key", "[redacted]"),
-		slog.Duration("token_lifetime", c.TokenLifetime),
+		slog.String("token_lifetime", c.TokenLifetime.String()),
 		slog.Int("timeout_seconds", int(c.TimeoutSeconds)),
 		slog.Float64("rate_per_second", c.RateLimit.PerSecond),
 		slog.Int("rate_burst", c.RateLimit.Burst),

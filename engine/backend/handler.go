@@ -90,7 +90,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, log, err)
 		return
 	}
-	log = log.With(slog.Uint64("client_id", id))
+	log = log.With(slog.String("client_id", engine.IDString(id)))
 	if len(userData) > codec.UserDataBytes {
 		log.Error("Authenticate returned too much user data", slog.Int("bytes", len(userData)), slog.Int("allowed", codec.UserDataBytes))
 		h.fail(w, log, http.StatusInternalServerError, "internal", "internal error")

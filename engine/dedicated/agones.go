@@ -28,7 +28,7 @@ func (a agonesServer) Capacity() int                 { return a.srv.MaxClients()
 // publicFromAgones waits, within the configured bound, for the sidecar's
 // GameServer status and returns the address its players reach.
 func publicFromAgones(ctx context.Context, sdk *agones.SDK, cfg *AgonesConfig, log *slog.Logger) (netip.AddrPort, error) {
-	log.Info("agones: waiting for the GameServer status for the public address", slog.Duration("timeout", cfg.AddressTimeout))
+	log.Info("agones: waiting for the GameServer status for the public address", slog.String("timeout", cfg.AddressTimeout.String()))
 	wctx, cancel := context.WithTimeout(ctx, cfg.AddressTimeout)
 	defer cancel()
 	gs, err := sdk.WaitGameServer(wctx)

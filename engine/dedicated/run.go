@@ -83,9 +83,9 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	}
 
 	log.Info("netcode dedicated server serving",
-		slog.Any("udp", srv.LocalAddrs()), slog.Any("public", srv.PublicAddresses()),
+		slog.Any("udp", uniqueAddrs(srv.LocalAddrs())), slog.Any("public", srv.PublicAddresses()),
 		slog.String("http", addrString(w.addr())), slog.Int("max_clients", srv.MaxClients()),
-		slog.Float64("tick_hz", cfg.TickRate), slog.Duration("drain_grace", cfg.DrainGrace),
+		slog.Float64("tick_hz", cfg.TickRate), slog.String("drain_grace", cfg.DrainGrace.String()),
 		slog.Bool("agones", ag != nil))
 	if cfg.Serving != nil {
 		cfg.Serving(srv, w.addr())
@@ -136,14 +136,14 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 func drain(srv *engine.Server, grace time.Duration, log *slog.Logger) {
 	srv.Drain()
 	start := time.Now()
-	log.Info("netcode dedicated server draining", slog.Int("connected", srv.NumConnectedClients()), slog.Duration("grace", grace))
+	log.Info("netcode dedicated server draining", slog.Int("connected", srv.NumConnectedClients()), slog.String("grace", grace.String()))
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	left := srv.NumConnectedClients()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("netcode dedicated server: closing the sockets", slog.Any("err", err))
 	}
-	log.Info("netcode dedicated server drained", slog.Duration("took", time.Since(start)),
+	log.Info("netcode dedicated server drained", slog.String("took", time.Since(start).Round(time.Millisecond).String()),
 		slog.Bool("grace_expired", ctx.Err() != nil), slog.Int("connected_at_start", left))
 }
 
