@@ -94,14 +94,7 @@ func TestReliableEndToEndSimulated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: uint64(k + 1),
-			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Connect(token, now); err != nil {
-			t.Fatal(err)
-		}
+		relConnect(t, c, sconn.LocalAddr(), uint64(k+1), 5, now)
 		clients[k] = c
 	}
 	up := make([]*relSide, numClients)   // client -> server
@@ -297,6 +290,20 @@ func TestReliableConfigErrors(t *testing.T) {
 	}
 }
 
+// relConnect connects c to the server at addr with a fresh token for
+// client id, minted at now.
+func relConnect(t *testing.T, c *Client, addr netip.AddrPort, id uint64, timeout int32, now time.Time) {
+	t.Helper()
+	token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: id,
+		PublicAddresses: []netip.AddrPort{addr}, ExpireSeconds: 30, TimeoutSeconds: timeout, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(token, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // relPair returns a manual-mode server and a client, both with reliable
 // endpoints, connected over the in-memory network on a fake clock, and a
 // step function that advances the clock and updates both.
@@ -321,14 +328,7 @@ func relPair(t *testing.T) (*Server, *Client, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: 1,
-		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: -1, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(token, now); err != nil {
-		t.Fatal(err)
-	}
+	relConnect(t, c, sconn.LocalAddr(), 1, -1, now)
 	step := func() {
 		now = now.Add(time.Millisecond)
 		c.Update(now)
@@ -418,14 +418,7 @@ func TestReliableAllocsDefaultMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: 1,
-		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: -1, Now: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(token, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	relConnect(t, c, sconn.LocalAddr(), 1, -1, time.Now())
 	slot := -1
 	echoed := 0
 	var echoErr error
