@@ -160,7 +160,7 @@ func (c *Config) normalize() error {
 
 func (ch *ChannelConfig) normalize(packetBudget int) error {
 	if ch.Kind > Unreliable {
-		return fmt.Errorf("Kind is %d; want ReliableOrdered, ReliableUnordered or Unreliable", ch.Kind)
+		return fmt.Errorf("channel kind is %d; want ReliableOrdered, ReliableUnordered or Unreliable", ch.Kind)
 	}
 	if ch.Sequenced && ch.Kind != Unreliable {
 		return fmt.Errorf("Sequenced is set on a %v channel; want it on Unreliable channels only", ch.Kind)
