@@ -163,13 +163,13 @@ func (ch *ChannelConfig) normalize(packetBudget int) error {
 		return fmt.Errorf("channel kind is %d; want ReliableOrdered, ReliableUnordered or Unreliable", ch.Kind)
 	}
 	if ch.Sequenced && ch.Kind != Unreliable {
-		return fmt.Errorf("Sequenced is set on a %v channel; want it on Unreliable channels only", ch.Kind)
+		return fmt.Errorf("%s is set on a %v channel; want it on Unreliable channels only", "Sequenced", ch.Kind)
 	}
 	if ch.MaxBlockSize != 0 && ch.Kind != ReliableOrdered {
-		return fmt.Errorf("MaxBlockSize is %d on a %v channel; want blocks on ReliableOrdered channels only", ch.MaxBlockSize, ch.Kind)
+		return fmt.Errorf("%s is %d on a %v channel; want blocks on ReliableOrdered channels only", "MaxBlockSize", ch.MaxBlockSize, ch.Kind)
 	}
 	if ch.ResendFloor < 0 {
-		return fmt.Errorf("ResendFloor is %v; want > 0 (0 means %v)", ch.ResendFloor, DefaultResendFloor)
+		return fmt.Errorf("%s is %v; want > 0 (0 means %v)", "ResendFloor", ch.ResendFloor, DefaultResendFloor)
 	}
 	if ch.ResendFloor == 0 {
 		ch.ResendFloor = DefaultResendFloor
@@ -214,7 +214,7 @@ func (ch *ChannelConfig) normalize(packetBudget int) error {
 			return err
 		}
 		if n := fragmentsOf(ch.MaxBlockSize, ch.BlockFragmentSize); n > maxFragments {
-			return fmt.Errorf("MaxBlockSize %d in fragments of %d makes %d fragments; want at most %d", ch.MaxBlockSize, ch.BlockFragmentSize, n, maxFragments)
+			return fmt.Errorf("%s %d in fragments of %d makes %d fragments; want at most %d", "MaxBlockSize", ch.MaxBlockSize, ch.BlockFragmentSize, n, maxFragments)
 		}
 	}
 	return nil
