@@ -108,7 +108,7 @@ func (c *Conn) readMessages(r *reader, ch *channel, apply bool) {
 		if k == 0 {
 			id = uint16(r.varint("message id", 0, 0xffff))
 		} else {
-			id += uint16(r.varint("message id delta", 1, 1<<15-1))
+			id += uint16(unzigzag(uint16(r.varint("message id delta", 1, 0xffff))))
 		}
 		n := r.varint("message length", 0, uint32(ch.cfg.MaxMessageSize))
 		msg := r.bytes("message", int(n))

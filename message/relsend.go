@@ -28,9 +28,26 @@ type relSend struct {
 	max    int
 	oldest uint16
 	next   uint16
+	// unsent is the first id never sent: every id before it went out at
+	// least once. A block stops it until acked.
+	unsent uint16
 	credit uint16 // the peer has read every message before this id
 	recvQ  uint16 // the peer's ReceiveQueueSize (the same config)
+	log    sendLog
 	blk    blockSend
+	isLive func(logEntry) bool // s.live, bound once
+}
+
+// live reports whether e is the latest send of a message still unacked.
+func (s *relSend) live(e logEntry) bool {
+	sl := s.slot(e.id)
+	return sl.id == e.id && sl.state == slotPending && sl.sentAt == e.at
+}
+
+// sent records a send of message id at now.
+func (s *relSend) sent(id uint16, now time.Duration) {
+	s.slot(id).sentAt = now
+	s.log.push(logEntry{at: now, id: id}, s.isLive)
 }
 
 func (s *relSend) init(cfg *ChannelConfig) {
@@ -38,6 +55,8 @@ func (s *relSend) init(cfg *ChannelConfig) {
 	s.max = cfg.MaxMessageSize
 	s.data = make([]byte, cfg.SendQueueSize*s.max)
 	s.recvQ = uint16(cfg.ReceiveQueueSize)
+	s.log.init(cfg.SendQueueSize)
+	s.isLive = s.live
 	if cfg.MaxBlockSize > 0 {
 		s.blk.init(cfg)
 	}
@@ -45,7 +64,8 @@ func (s *relSend) init(cfg *ChannelConfig) {
 
 func (s *relSend) reset() {
 	clear(s.slots)
-	s.oldest, s.next, s.credit = 0, 0, 0
+	s.oldest, s.next, s.unsent, s.credit = 0, 0, 0, 0
+	s.log.reset()
 	s.blk.reset()
 }
 
@@ -112,6 +132,9 @@ func (s *relSend) ackFragment(id uint16, frag int) {
 	}
 	s.blk.finish()
 	s.slot(id).state = slotAcked
+	if s.unsent == id {
+		s.unsent++ // the messages behind the block may go
+	}
 	s.release()
 }
 

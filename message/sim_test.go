@@ -340,7 +340,7 @@ func (s *sim) startIDs(id uint16) {
 	for _, p := range [2]*simPeer{s.a, s.b} {
 		for i := range p.conn.chans {
 			ch := &p.conn.chans[i]
-			ch.rs.oldest, ch.rs.next, ch.rs.credit = id, id, id
+			ch.rs.oldest, ch.rs.next, ch.rs.unsent, ch.rs.credit = id, id, id, id
 			ch.rr.base, ch.rr.creditAcked = id, id
 			ch.us.headID = id
 		}

@@ -20,7 +20,7 @@ func unhex(t *testing.T, s string) []byte {
 // TestProtocolExample reads the example packet of PROTOCOL.md.
 func TestProtocolExample(t *testing.T) {
 	c := mustNew(t, DefaultConfig())
-	pkt := unhex(t, "01 0303 0a28010173 0002 05026869 0202796f")
+	pkt := unhex(t, "01 0303 0a28010173 0002 05026869 0402796f")
 	if err := c.ReadPacket(0, pkt); err != nil {
 		t.Fatal(err)
 	}

@@ -120,13 +120,13 @@ func (c *Conn) WritePacket(dst []byte, seq uint16, now time.Duration) (n int) {
 	return w.pos
 }
 
-// writeReliable writes channel i's messages that are due: never sent, or
-// unacked for the resend time; then its block's fragments, if the block
-// is the oldest unacked message.
+// writeReliable writes channel i's messages that are due: first those
+// unacked for the resend time, oldest send first, then new ones in id
+// order; then its block's fragments, if the block is the oldest unacked
+// message. Both come off a cursor, not a scan of the window.
 func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.Duration) {
 	s := &ch.rs
-	end := s.windowEnd()
-	if s.oldest == s.next || seqLess(end, s.oldest) {
+	if s.oldest == s.next {
 		return
 	}
 	resend := c.resendTime(ch)
@@ -134,27 +134,15 @@ func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.
 	if !ok {
 		return
 	}
-	blockDue := false
 	var prev uint16
-	for id := s.oldest; id != end && w.entLeft > 0; id++ {
+	put := func(id uint16) bool {
 		sl := s.slot(id)
-		if sl.state != slotPending {
-			continue
-		}
-		if sl.block {
-			blockDue = id == s.oldest // messages after a block wait for it
-			break
-		}
-		if sl.sentAt != notSent && now-sl.sentAt < resend {
-			continue
-		}
 		delta := uint32(id)
 		if sec.count > 0 {
-			delta = uint32(id - prev)
+			delta = zigzag(int16(id - prev))
 		}
-		size := varintLen(delta) + varintLen(sl.n) + int(sl.n)
-		if w.pos+size > limit {
-			continue // a smaller one behind it may fit
+		if w.entLeft == 0 || w.pos+varintLen(delta)+varintLen(sl.n)+int(sl.n) > limit {
+			return false
 		}
 		w.varint(delta)
 		w.varint(sl.n)
@@ -163,18 +151,43 @@ func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.
 		w.entLeft--
 		sec.count++
 		prev = id
-		if sl.sentAt == notSent {
-			c.stats.MessagesSent++
-		} else {
-			c.stats.MessagesResent++
+		return true
+	}
+	for e, ok := s.log.front(); ok; e, ok = s.log.front() {
+		if !s.live(e) {
+			s.log.pop()
+			continue
 		}
-		sl.sentAt = now
+		if now-e.at < resend || !put(e.id) {
+			break
+		}
+		s.log.pop()
+		s.sent(e.id, now)
+		c.stats.MessagesResent++
+	}
+	blockDue := false
+	for end := s.windowEnd(); s.unsent != end && seqLess(s.unsent, end); s.unsent++ {
+		if s.slot(s.unsent).block {
+			blockDue = s.unsent == s.oldest // messages after a block wait for it
+			break
+		}
+		if !put(s.unsent) {
+			break
+		}
+		s.sent(s.unsent, now)
+		c.stats.MessagesSent++
 	}
 	w.end(sec)
 	if blockDue && s.blk.ready(s.credit) {
 		c.writeFragments(w, i, ch, limit, now, resend)
 	}
 }
+
+// zigzag maps a signed id delta to an unsigned varint value: 0, -1, 1,
+// -2, ... to 0, 1, 2, 3, ...
+func zigzag(d int16) uint32 { return uint32(uint16(d<<1) ^ uint16(d>>15)) }
+
+func unzigzag(v uint16) int16 { return int16(v>>1) ^ -int16(v&1) }
 
 // writeFragments writes the fragments of channel i's block that are due.
 func (c *Conn) writeFragments(w *writer, i int, ch *channel, limit int, now, resend time.Duration) {
