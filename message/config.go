@@ -47,6 +47,7 @@ const (
 	DefaultMaxBlockSize      = 256 * 1024
 	DefaultSentPackets       = 256
 	DefaultStallTimeout      = 5 * time.Second
+	DefaultInitialRTT        = 100 * time.Millisecond
 
 	// maxChannels keeps a section tag in one or two bytes.
 	maxChannels = 64
@@ -109,6 +110,10 @@ type Config struct {
 	// StallTimeout: Stalled reports a peer that has acked nothing for
 	// this long while packets were written to it (0: default 5 s).
 	StallTimeout time.Duration
+	// InitialRTT stands for the RTT until SetRTT gives a measured one, so
+	// that the first messages are not resent every ResendFloor
+	// (0: default 100 ms).
+	InitialRTT time.Duration
 }
 
 // DefaultConfig returns a config with one channel of each kind: 0
@@ -137,6 +142,12 @@ func (c *Config) normalize() error {
 	def(&c.SentPackets, DefaultSentPackets)
 	if c.StallTimeout == 0 {
 		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.InitialRTT == 0 {
+		c.InitialRTT = DefaultInitialRTT
+	}
+	if c.InitialRTT < 0 {
+		return fmt.Errorf("message: Config.InitialRTT is %v; want > 0 (0 means %v)", c.InitialRTT, DefaultInitialRTT)
 	}
 	if err := checkRange("PacketBudget", c.PacketBudget, 64, 1<<16); err != nil {
 		return err

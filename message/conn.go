@@ -111,7 +111,7 @@ func (c *Conn) Reset() {
 	}
 	c.records.reset()
 	c.window = window{}
-	c.rtt = 0
+	c.rtt = c.cfg.InitialRTT
 	c.unackedSince = -1
 	c.stalled = false
 	c.stats = Stats{}
