@@ -69,8 +69,9 @@ func (a *Client) Update(now time.Time) {
 	}
 }
 
-// Flush writes one packet to the server: what is due, or an empty packet
-// carrying acks. It does nothing while the client is not connected.
+// Flush writes one packet to the server, what is due or an empty packet
+// carrying acks, and flushes the client's sends. It does nothing while
+// the client is not connected.
 func (a *Client) Flush(now time.Time) {
 	if !a.connected {
 		return
@@ -84,6 +85,7 @@ func (a *Client) Flush(now time.Time) {
 	if err := a.c.SendPacket(a.buf[:n]); err != nil {
 		a.sendErrors++
 	}
+	a.c.Flush()
 }
 
 // Errors returns the packets refused as malformed and the sends that

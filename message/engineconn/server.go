@@ -109,8 +109,8 @@ func (s *Server) Handle(ev *engine.Event) {
 }
 
 // Flush writes one packet to every connected client: what its channels
-// have due, or an empty packet carrying acks. It refreshes each Conn's
-// RTT from the endpoint's estimate first.
+// have due, or an empty packet carrying acks, and flushes the server's
+// sends. It refreshes each Conn's RTT from the endpoint's estimate first.
 func (s *Server) Flush(now time.Time) {
 	t := now.Sub(s.epoch)
 	for i, on := range s.connected {
@@ -131,6 +131,7 @@ func (s *Server) Flush(now time.Time) {
 			s.sendErrors++
 		}
 	}
+	s.srv.Flush() // the packets leave now, not at the next Update
 }
 
 // Stalled appends to dst the slots whose client has acked nothing for the
