@@ -89,6 +89,12 @@ type ChannelConfig struct {
 	// is sent again (0: default 20 ms); the resend time is
 	// max(ResendFloor, 1.25 × RTT).
 	ResendFloor time.Duration
+	// SingleResend sends an unacked reliable message once per resend
+	// time. By default a resend goes in two consecutive packets, so that
+	// one more loss does not cost another resend time: at 5% loss that
+	// takes the ordered channel's p99 latency from 3 to under 2 RTT for
+	// twice the resent bytes.
+	SingleResend bool
 	// MaxBlockSize (ReliableOrdered only) is the largest block SendBlock
 	// takes; 0 turns blocks off.
 	MaxBlockSize int

@@ -34,6 +34,7 @@ type relSend struct {
 	credit uint16 // the peer has read every message before this id
 	recvQ  uint16 // the peer's ReceiveQueueSize (the same config)
 	log    sendLog
+	again  []uint16 // resent in the last packet, to go once more
 	blk    blockSend
 	isLive func(logEntry) bool // s.live, bound once
 }
@@ -56,6 +57,7 @@ func (s *relSend) init(cfg *ChannelConfig) {
 	s.data = make([]byte, cfg.SendQueueSize*s.max)
 	s.recvQ = uint16(cfg.ReceiveQueueSize)
 	s.log.init(cfg.SendQueueSize)
+	s.again = make([]uint16, 0, 64)
 	s.isLive = s.live
 	if cfg.MaxBlockSize > 0 {
 		s.blk.init(cfg)
@@ -66,6 +68,7 @@ func (s *relSend) reset() {
 	clear(s.slots)
 	s.oldest, s.next, s.unsent, s.credit = 0, 0, 0, 0
 	s.log.reset()
+	s.again = s.again[:0]
 	s.blk.reset()
 }
 

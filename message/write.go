@@ -153,6 +153,18 @@ func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.
 		prev = id
 		return true
 	}
+	// Last packet's resends go once more (unless SingleResend): the
+	// messages behind a lost one wait for it on an ordered channel, and a
+	// lost resend would keep them another resend time. See
+	// TestLatencyReport.
+	again := s.again
+	s.again = s.again[:0]
+	for _, id := range again {
+		if sl := s.slot(id); sl.id == id && sl.state == slotPending && put(id) {
+			s.sent(id, now)
+			c.stats.MessagesResent++
+		}
+	}
 	for e, ok := s.log.front(); ok; e, ok = s.log.front() {
 		if !s.live(e) {
 			s.log.pop()
@@ -164,6 +176,9 @@ func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.
 		s.log.pop()
 		s.sent(e.id, now)
 		c.stats.MessagesResent++
+		if !ch.cfg.SingleResend && len(s.again) < cap(s.again) {
+			s.again = append(s.again, e.id)
+		}
 	}
 	blockDue := false
 	for end := s.windowEnd(); s.unsent != end && seqLess(s.unsent, end); s.unsent++ {
