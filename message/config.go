@@ -43,7 +43,7 @@ const (
 	DefaultMaxMessageSize    = 256
 	DefaultQueueSize         = 256
 	DefaultResendFloor       = 20 * time.Millisecond
-	DefaultBlockFragmentSize = 512
+	DefaultBlockFragmentSize = 496
 	DefaultMaxBlockSize      = 256 * 1024
 	DefaultSentPackets       = 256
 	DefaultStallTimeout      = 5 * time.Second
@@ -99,7 +99,7 @@ type ChannelConfig struct {
 	// takes; 0 turns blocks off.
 	MaxBlockSize int
 	// BlockFragmentSize is the data in each fragment of a block but the
-	// last (0: default 512).
+	// last (0: default 496, two to a packet of the default budget).
 	BlockFragmentSize int
 }
 
