@@ -14,10 +14,9 @@ var (
 	// ErrBlockBusy: the channel has a block queued or in flight; one at a
 	// time per channel.
 	ErrBlockBusy = errors.New("message: a block is already queued on this channel")
-	// ErrDuplicate and ErrStale: ReadPacket was given a packet sequence
-	// it has read already, or one too old to tell; it ignored it.
+	// ErrDuplicate: ReadPacket was given a packet sequence it has read
+	// already; it ignored it.
 	ErrDuplicate = errors.New("message: duplicate packet")
-	ErrStale     = errors.New("message: stale packet")
 	// ErrMalformed: a packet that does not follow PROTOCOL.md, or names a
 	// channel or size this Conn's config does not allow. Nothing in it
 	// was applied.
@@ -58,12 +57,16 @@ type Stats struct {
 	FragmentsSent, FragmentsResent uint64
 	BlocksReceived                 uint64
 	// UnreliableDropped counts unreliable messages dropped on arrival:
-	// receive queue full, or older than the newest on a sequenced channel.
+	// receive queue full, older than the newest on a sequenced channel,
+	// or in a stale packet.
 	UnreliableDropped uint64
 	// Refused counts messages and fragments a peer sent outside the
 	// window it was given (a peer with another config).
 	Refused          uint64
 	DuplicatePackets uint64
+	// StalePackets counts packets older than the duplicate window: their
+	// reliable messages were read, their unreliable ones dropped.
+	StalePackets     uint64
 	MalformedPackets uint64
 }
 

@@ -249,7 +249,6 @@ func (m *scheduleModel) deliver(k int, dup, loseAck bool) {
 		if !loseAck { // the packet layer acks what it took
 			m.acks = append(m.acks, p.seq)
 		}
-	case errors.Is(err, ErrStale): // the packet layer drops it too
 	default:
 		m.t.Fatalf("packet %d: %v", p.seq, err)
 	}

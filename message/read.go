@@ -1,25 +1,35 @@
 package message
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ReadPacket reads the messages of packet seq (the packet layer's
 // sequence), storing the new ones for Receive and taking the peer's
-// credits. A packet read before returns ErrDuplicate, one older than 256
-// packets behind the newest ErrStale; a packet outside PROTOCOL.md, or
-// beyond this Conn's config, an error wrapping ErrMalformed. In every such
-// case nothing of the packet is applied.
+// credits. A packet read before returns ErrDuplicate and is ignored; a
+// packet outside PROTOCOL.md, or beyond this Conn's config, returns an
+// error wrapping ErrMalformed and nothing of it is applied. A packet
+// older than the last 256 is read but for its unreliable messages (see
+// Stats.StalePackets).
 func (c *Conn) ReadPacket(seq uint16, data []byte) error {
-	if err := c.window.check(seq); err != nil {
+	err := c.window.check(seq)
+	if errors.Is(err, ErrDuplicate) {
 		c.stats.DuplicatePackets++
 		return err
 	}
-	if err := c.parse(data, false); err != nil {
+	stale := err != nil
+	if err := c.parse(data, false, false); err != nil {
 		c.stats.MalformedPackets++
 		return err
 	}
-	c.window.mark(seq)
+	if stale {
+		c.stats.StalePackets++
+	} else {
+		c.window.mark(seq)
+	}
 	c.stats.PacketsRead++
-	_ = c.parse(data, true) // checked above
+	_ = c.parse(data, true, !stale) // checked above
 	return nil
 }
 
@@ -61,8 +71,9 @@ func (r *reader) bytes(what string, n int) []byte {
 	return b
 }
 
-// parse checks a packet (apply false) or applies a checked one.
-func (c *Conn) parse(data []byte, apply bool) error {
+// parse checks a packet (apply false) or applies a checked one, with or
+// without its unreliable messages.
+func (c *Conn) parse(data []byte, apply, unreliable bool) error {
 	if len(data) < 1 || data[0] != Version {
 		if len(data) < 1 {
 			return fmt.Errorf("%w: empty; want the version byte %d first", ErrMalformed, Version)
@@ -90,7 +101,7 @@ func (c *Conn) parse(data []byte, apply bool) error {
 		case secFragments:
 			c.readFragments(&r, ch, apply)
 		case secUnreliable:
-			c.readUnreliable(&r, ch, apply)
+			c.readUnreliable(&r, ch, apply, unreliable)
 		case secCredit:
 			v := r.varint("credit", 0, 0xffff)
 			if apply {
@@ -163,14 +174,14 @@ func (c *Conn) readFragments(r *reader, ch *channel, apply bool) {
 	}
 }
 
-func (c *Conn) readUnreliable(r *reader, ch *channel, apply bool) {
+func (c *Conn) readUnreliable(r *reader, ch *channel, apply, keep bool) {
 	id := uint16(r.varint("message id", 0, 0xffff))
 	count := r.varint("message count", 1, maxSectionCount)
 	for k := uint32(0); k < count && r.err == nil; k++ {
 		n := r.varint("message length", 0, uint32(ch.cfg.MaxMessageSize))
 		msg := r.bytes("message", int(n))
 		if apply && r.err == nil {
-			if ch.ur.store(id, msg) {
+			if keep && ch.ur.store(id, msg) {
 				c.stats.MessagesReceived++
 			} else {
 				c.stats.UnreliableDropped++

@@ -1,9 +1,14 @@
 package message
 
+import "errors"
+
 // windowBits is how far back ReadPacket tells a duplicate packet from a
-// new one; older packets are refused as stale (their reliable messages
-// come again, and an unreliable one must not arrive twice).
+// new one. An older packet is stale: its unreliable messages are dropped
+// (one must not arrive twice), its reliable ones read (the packet layer
+// acked them, and their ids tell duplicates).
 const windowBits = 256
+
+var errStale = errors.New("message: stale packet")
 
 // window records the packet sequences read, relative to the newest.
 type window struct {
@@ -12,14 +17,14 @@ type window struct {
 	have   bool
 }
 
-// check reports whether seq is new (nil), a duplicate or stale.
+// check reports whether seq is new (nil), a duplicate, or stale.
 func (w *window) check(seq uint16) error {
 	if !w.have || seqGreater(seq, w.newest) {
 		return nil
 	}
 	age := int(w.newest - seq)
 	if age >= windowBits {
-		return ErrStale
+		return errStale
 	}
 	if w.bits[age/64]&(1<<(age%64)) != 0 {
 		return ErrDuplicate

@@ -56,7 +56,7 @@ func (a *Client) Update(now time.Time) {
 	}
 	for n, seq, ok := a.c.ReceivePacket(a.buf[:]); ok; n, seq, ok = a.c.ReceivePacket(a.buf[:]) {
 		err := a.conn.ReadPacket(uint16(seq), a.buf[:n])
-		if err != nil && !errors.Is(err, message.ErrDuplicate) && !errors.Is(err, message.ErrStale) {
+		if err != nil && !errors.Is(err, message.ErrDuplicate) {
 			a.readErrors++
 		}
 	}

@@ -95,7 +95,7 @@ func (s *Server) Handle(ev *engine.Event) {
 			return
 		}
 		err := s.conns[i].ReadPacket(uint16(ev.Sequence), ev.Payload)
-		if err != nil && !errors.Is(err, message.ErrDuplicate) && !errors.Is(err, message.ErrStale) {
+		if err != nil && !errors.Is(err, message.ErrDuplicate) {
 			s.readErrors++
 		}
 	case engine.EventAcks:
