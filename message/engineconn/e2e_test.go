@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -116,77 +115,22 @@ func (s *stream) complete() bool {
 // stops is reported stalled by the server.
 func TestEngineEndToEnd(t *testing.T) {
 	const numClients = 4
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { return now }
-	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 1 << 14})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simConn := func(seed uint64, addr string) *batchiotest.SimConn {
-		c, err := network.Listen(netip.MustParseAddrPort(addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := batchiotest.NewSimConn(c, batchiotest.SimConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond,
-			Loss: 0.05, Duplicate: 0.02, Seed: seed, MaxQueued: 1 << 16}, clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	rcfg := engine.DefaultReliableConfig()
 	mcfg := message.DefaultConfig()
 	mcfg.StallTimeout = 2 * time.Second
-	sconn := simConn(1, "10.0.0.1:40000")
-	srv, err := engine.NewServer(engine.ServerConfig{ProtocolID: 9, PrivateKey: testKey, MaxClients: numClients, Manual: true,
-		Clock: clock, Reliable: &rcfg, EventQueueSize: 1 << 12}, sconn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	msrv, err := NewServer(srv, mcfg, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients := make([]*engine.Client, numClients)
-	mcl := make([]*Client, numClients)
-	for k := range clients {
-		c, err := engine.NewClient(engine.ClientConfig{Reliable: &rcfg, ReceiveQueueSize: 1 << 10}, simConn(uint64(100+k), fmt.Sprintf("10.1.0.%d:5000", k+1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		token, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: 9, PrivateKey: testKey, ClientID: uint64(k + 1),
-			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 30, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Connect(token, now); err != nil {
-			t.Fatal(err)
-		}
-		if mcl[k], err = NewClient(c, mcfg); err != nil {
-			t.Fatal(err)
-		}
-		clients[k] = c
-	}
+	w := newWorld(t, numClients, batchiotest.SimConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond,
+		Loss: 0.05, Duplicate: 0.02}, mcfg)
+	srv, msrv, clients, mcl, slotOf := w.srv, w.msrv, w.clients, w.mcl, w.slotOf
 	up, down := make([]*stream, numClients), make([]*stream, numClients)
 	for k := range up {
 		up[k], down[k] = newStream(t, fmt.Sprintf("client %d to server", k)), newStream(t, fmt.Sprintf("server to client %d", k))
 	}
-	slotOf := make([]int, numClients)
-	for k := range slotOf {
-		slotOf[k] = -1
-	}
-	handle := func(ev *engine.Event) {
-		msrv.Handle(ev)
-		if ev.Kind == engine.EventConnect {
-			slotOf[ev.ClientID-1] = ev.ClientIndex
-		}
-	}
+	handle := w.handle
 	stopped := -1
 	tick := 0
 	sending := true
 	step := func() {
-		now = now.Add(time.Millisecond)
+		w.now = w.now.Add(time.Millisecond)
+		now := w.now
 		tickNow := now.Sub(time.Unix(1_800_000_000, 0))%(10*time.Millisecond) == 0
 		for k, c := range clients {
 			if k == stopped {
@@ -221,12 +165,7 @@ func TestEngineEndToEnd(t *testing.T) {
 			tick++
 		}
 	}
-	for i := 0; i < 2000 && srv.NumConnectedClients() < numClients; i++ {
-		step()
-	}
-	if n := srv.NumConnectedClients(); n != numClients {
-		t.Fatalf("%d clients connected after 2 s; want %d", n, numClients)
-	}
+	w.connect(t)
 	for range 20_000 {
 		step()
 	}
@@ -261,7 +200,7 @@ func TestEngineEndToEnd(t *testing.T) {
 	}
 	// Client 0 stops: the server sees it stall within StallTimeout.
 	stopped = 0
-	stop := now
+	stop := w.now
 	var stalled []int
 	for i := 0; i < 4000 && len(stalled) == 0; i++ {
 		step()
@@ -272,7 +211,7 @@ func TestEngineEndToEnd(t *testing.T) {
 	}
 	// StallTimeout counts from the first packet after the last ack, which
 	// can be up to a round trip before or after the stop.
-	if d := now.Sub(stop); d < mcfg.StallTimeout-150*time.Millisecond || d > mcfg.StallTimeout+200*time.Millisecond {
+	if d := w.now.Sub(stop); d < mcfg.StallTimeout-150*time.Millisecond || d > mcfg.StallTimeout+200*time.Millisecond {
 		t.Errorf("stall reported %v after the stop; want 1.85 s to 2.2 s", d)
 	}
 	st, _ := srv.ReliableStats(slotOf[1])
