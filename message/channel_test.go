@@ -188,3 +188,39 @@ func TestResetReuses(t *testing.T) {
 		t.Fatalf("after Reset: %q %v; want new", m, ok)
 	}
 }
+
+// TestSectionBeyondReceiveQueue: a receiver that has read messages whose
+// acks the sender lost gives a credit past the sender's oldest unacked
+// message, so one packet can carry more of a channel's messages than the
+// receive queue holds (resends of read ones and new ones): it must be
+// read, not refused.
+func TestSectionBeyondReceiveQueue(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Channels[0].SendQueueSize, cfg.Channels[0].ReceiveQueueSize = 32, 8
+	a, b := mustNew(t, cfg), mustNew(t, cfg)
+	for k := range 8 {
+		_ = a.Send(0, []byte{byte(k)})
+	}
+	pass(t, a, b, 1, 0, false) // acks lost
+	for k := range 8 {
+		if m, ok := b.Receive(0); !ok || m[0] != byte(k) {
+			t.Fatalf("message %d: %v %v", k, m, ok)
+		}
+	}
+	pass(t, b, a, 1, 0, true) // b's credit: 8
+	for k := 8; k < 16; k++ {
+		if err := a.Send(0, []byte{byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf [DefaultPacketBudget]byte
+	n := a.WritePacket(buf[:], 2, time.Second) // 0..7 due again, 8..15 new
+	if err := b.ReadPacket(2, buf[:n]); err != nil {
+		t.Fatalf("a packet of 16 messages for a queue of 8: %v", err)
+	}
+	for k := 8; k < 16; k++ {
+		if m, ok := b.Receive(0); !ok || m[0] != byte(k) {
+			t.Fatalf("message %d: %v %v", k, m, ok)
+		}
+	}
+}

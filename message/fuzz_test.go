@@ -91,7 +91,7 @@ func fuzzConfig() Config {
 		PacketBudget: 200,
 		SentPackets:  16,
 		Channels: []ChannelConfig{
-			{Kind: ReliableOrdered, MaxMessageSize: 32, SendQueueSize: 8, ReceiveQueueSize: 8, MaxBlockSize: 1000, BlockFragmentSize: 64, Priority: 1},
+			{Kind: ReliableOrdered, MaxMessageSize: 32, SendQueueSize: 12, ReceiveQueueSize: 8, MaxBlockSize: 1000, BlockFragmentSize: 64, Priority: 1},
 			{Kind: ReliableUnordered, MaxMessageSize: 32, SendQueueSize: 8, ReceiveQueueSize: 8, PacketBudget: 80},
 			{Kind: Unreliable, MaxMessageSize: 32, SendQueueSize: 8, ReceiveQueueSize: 4, Sequenced: true},
 		},

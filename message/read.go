@@ -113,7 +113,9 @@ func (c *Conn) parse(data []byte, apply, unreliable bool) error {
 }
 
 func (c *Conn) readMessages(r *reader, ch *channel, apply bool) {
-	count := r.varint("message count", 1, uint32(ch.cfg.ReceiveQueueSize))
+	// Not bounded by ReceiveQueueSize: ids the receiver has read count
+	// against the sender's window only once their acks arrive.
+	count := r.varint("message count", 1, maxSectionCount)
 	var id uint16
 	for k := uint32(0); k < count && r.err == nil; k++ {
 		if k == 0 {

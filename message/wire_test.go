@@ -60,7 +60,7 @@ func TestReadRefusesWhole(t *testing.T) {
 		{"type", "01 02 00", "section type 2 on channel 0"},
 		{"blocks off", "01 05 00 01 01 00 00", "section type 1 on channel 1"},
 		{"noncanonical", "01 8000", "not a canonical varint"},
-		{"count 0", "01 00 00", "message count at byte 7 is 0; want 1 to 256"},
+		{"count 0", "01 00 00", "message count at byte 7 is 0; want 1 to 16383"},
 		{"delta 0", "01 00 02 0000 0000", "message id delta at byte 10 is 0"},
 		{"too long", "01 00 01 00 ff02", "message length at byte 9 is 383; want 0 to 256"},
 		{"short", "01 00 01 00 05 6868", "message at byte 10: 5 bytes; 2 left"},
