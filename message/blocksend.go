@@ -5,7 +5,7 @@ import "time"
 // blockSend is the block a channel has queued or in flight, and the
 // fragments of it the peer acked.
 type blockSend struct {
-	data     []byte // MaxBlockSize
+	data     []byte // the caller's, until acked (no copy: see SendBlock)
 	n        int
 	fragSize int
 	frags    int
@@ -22,7 +22,6 @@ type blockSend struct {
 }
 
 func (b *blockSend) init(cfg *ChannelConfig) {
-	b.data = make([]byte, cfg.MaxBlockSize)
 	b.fragSize = cfg.BlockFragmentSize
 	n := fragmentsOf(cfg.MaxBlockSize, cfg.BlockFragmentSize)
 	b.acked = make([]bool, n)
@@ -31,11 +30,12 @@ func (b *blockSend) init(cfg *ChannelConfig) {
 
 func (b *blockSend) reset() {
 	b.active, b.havePrev = false, false
+	b.data = nil // the caller's buffer, free again
 }
 
 func (b *blockSend) start(id uint16, block []byte) {
 	b.id, b.active = id, true
-	b.n = copy(b.data, block)
+	b.data, b.n = block, len(block)
 	b.frags = fragmentsOf(b.n, b.fragSize)
 	clear(b.acked[:b.frags])
 	b.ackedN = 0
@@ -61,7 +61,7 @@ func (b *blockSend) ack(i int) bool {
 }
 
 func (b *blockSend) finish() {
-	b.active = false
+	b.active, b.data = false, nil
 	b.prevID, b.havePrev = b.id, true
 }
 

@@ -224,3 +224,42 @@ func TestSectionBeyondReceiveQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockSharedBuffer: one block buffer goes to several connections
+// at once without a copy, and is the caller's again once each reports
+// it acked.
+func TestBlockSharedBuffer(t *testing.T) {
+	blob := pattern(10000, 5)
+	var senders, receivers [3]*Conn
+	for k := range senders {
+		senders[k], receivers[k] = mustNew(t, DefaultConfig()), mustNew(t, DefaultConfig())
+		if err := senders[k].SendBlock(0, blob); err != nil {
+			t.Fatal(err)
+		}
+		if !senders[k].BlockInFlight(0) {
+			t.Fatal("BlockInFlight false right after SendBlock")
+		}
+	}
+	for k := range senders {
+		var seq uint16
+		var got []byte
+		for r := 0; r < 100 && (got == nil || senders[k].BlockInFlight(0)); r++ {
+			round(t, senders[k], receivers[k], &seq, time.Duration(r)*time.Millisecond)
+			if m, ok := receivers[k].Receive(0); ok {
+				got = m
+			}
+		}
+		if string(got) != string(blob) {
+			t.Fatalf("connection %d: block differs", k)
+		}
+		if senders[k].BlockInFlight(0) {
+			t.Fatalf("connection %d: block still in flight after it arrived and was acked", k)
+		}
+	}
+	// Blocks cost a Conn one buffer, to receive into.
+	noBlocks := DefaultConfig()
+	noBlocks.Channels[0].MaxBlockSize = 0
+	if d := senders[0].Footprint() - mustNew(t, noBlocks).Footprint(); d > DefaultMaxBlockSize+16<<10 {
+		t.Errorf("blocks cost %d bytes a Conn; want one %d-byte buffer and bookkeeping", d, DefaultMaxBlockSize)
+	}
+}

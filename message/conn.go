@@ -165,11 +165,16 @@ func (c *Conn) Send(ch int, msg []byte) error {
 	return k.us.push(msg)
 }
 
-// SendBlock queues a copy of block on channel ch (a ReliableOrdered
-// channel with MaxBlockSize set), in order with its messages. It goes as
-// fragments resent until acked; messages sent after it wait for it, other
-// channels do not. One block per channel at a time: ErrBlockBusy until
-// the last is acked.
+// SendBlock queues block on channel ch (a ReliableOrdered channel with
+// MaxBlockSize set), in order with its messages. It goes as fragments
+// resent until acked; messages sent after it wait for it, other channels
+// do not. One block per channel at a time: ErrBlockBusy until the last
+// is acked (BlockInFlight).
+//
+// The block is not copied: the Conn reads it until it is acked, and the
+// caller must not change it until BlockInFlight reports false (or Reset).
+// So one buffer (a map, a replay) can go to every client at once, and a
+// connection costs no send buffer of MaxBlockSize.
 func (c *Conn) SendBlock(ch int, block []byte) error {
 	k, err := c.channel(ch)
 	if err != nil {
@@ -196,6 +201,15 @@ func (c *Conn) Receive(ch int) (msg []byte, ok bool) {
 		return k.rr.pop()
 	}
 	return k.ur.pop()
+}
+
+// BlockInFlight reports whether channel ch has a block queued or not yet
+// acked: its buffer is still the Conn's to read.
+func (c *Conn) BlockInFlight(ch int) bool {
+	if ch < 0 || ch >= len(c.chans) {
+		return false
+	}
+	return c.chans[ch].rs.blk.active
 }
 
 // Pending reports how many messages of channel ch wait to be sent or

@@ -186,7 +186,7 @@ func (p *simPeer) sendApp(now time.Duration) {
 			p.sent[ch]++
 		}
 	}
-	if p.tr.blocks && p.conn.chans[0].rs.blk.active == false {
+	if p.tr.blocks && !p.conn.BlockInFlight(0) {
 		size := blockSizes[p.blkSent%len(blockSizes)]
 		b := p.blk[:size]
 		b[0] = 'b'
