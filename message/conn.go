@@ -203,6 +203,15 @@ func (c *Conn) Receive(ch int) (msg []byte, ok bool) {
 	return k.ur.pop()
 }
 
+// LastWasBlock reports whether the last message Receive returned on
+// channel ch was a block (SendBlock) rather than a message (Send).
+func (c *Conn) LastWasBlock(ch int) bool {
+	if ch < 0 || ch >= len(c.chans) {
+		return false
+	}
+	return c.chans[ch].rr.lastBlock
+}
+
 // BlockInFlight reports whether channel ch has a block queued or not yet
 // acked: its buffer is still the Conn's to read.
 func (c *Conn) BlockInFlight(ch int) bool {

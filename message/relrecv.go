@@ -27,6 +27,7 @@ type relRecv struct {
 	readyHead   int
 	readyN      int
 	creditAcked uint16 // the newest credit the peer is known to have
+	lastBlock   bool   // the last message pop returned was a block
 	blk         blockRecv
 }
 
@@ -101,6 +102,7 @@ func (r *relRecv) pop() ([]byte, bool) {
 	i := int(id) % len(r.slots)
 	sl := &r.slots[i]
 	var msg []byte
+	r.lastBlock = sl.block
 	if sl.block {
 		msg = r.blk.take(sl.n)
 	} else {

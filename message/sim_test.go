@@ -241,9 +241,15 @@ func (p *simPeer) tick(in, out *simLink, now time.Duration) {
 func (p *simPeer) readApp(now time.Duration) {
 	for ch := range 3 {
 		for m, ok := p.conn.Receive(ch); ok; m, ok = p.conn.Receive(ch) {
-			if ch == 0 && m[0] == 'b' {
+			if ch == 0 && p.conn.LastWasBlock(0) {
+				if m[0] != 'b' {
+					p.t.Fatalf("a block that is not one: %x...", m[:min(len(m), 8)])
+				}
 				p.checkBlock(m)
 				continue
+			}
+			if ch == 0 && m[0] == 'b' {
+				p.t.Fatalf("a message taken for a block: %x", m)
 			}
 			p.checkMessage(ch, m, now)
 		}
