@@ -51,8 +51,7 @@ func checkMessagesMode(o *options) error {
 }
 
 func messagesConfig(o *options) message.Config {
-	perTick := int(o.rate/o.tickHz) + 2
-	q := min(max(256, 4*perTick*int(o.tickHz)/2), 1<<14) // a half-second of sends, at least 256
+	q := min(max(256, int(o.rate)/2), 1<<14) // half a second of sends, at least 256
 	return message.Config{
 		PacketBudget: engineconn.MaxPacketBudget,
 		Channels: []message.ChannelConfig{
