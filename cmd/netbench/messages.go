@@ -255,6 +255,10 @@ func reportMessages(o *options, clients []*msgBenchClient, st [2]msgChannelStats
 			float64(st[ch].delivered)/ran.Seconds(), float64(st[ch].bytes)/ran.Seconds()/1e6,
 			p.P50/1e3, p.P90/1e3, p.P99/1e3, p.P999/1e3, p.Max/1e3)
 	}
+	// Offered more than this, the reliable channel queues (its latency
+	// grows; Send waits for the window), the unreliable one does not.
+	fmt.Printf("  capacity: a packet of %d bytes a tick, %.0f kB/s per client each way\n",
+		engineconn.MaxPacketBudget, float64(engineconn.MaxPacketBudget)*o.tickHz/1e3)
 	total := st[0].delivered + st[1].delivered
 	fmt.Printf("  process CPU %v (both ends): %.0f messages per CPU-second; reliable sends that waited for the window: %d\n",
 		cpu.Round(time.Millisecond), float64(total)/cpu.Seconds(), blocked)
