@@ -31,9 +31,10 @@ type record struct {
 	valid bool
 }
 
-// entriesPerPacket bounds one packet's entries: the most a packet of
-// budget bytes can carry (2 bytes a message at least), with room for
-// several packets' worth in the ring.
+// init sizes the records: 32 entries a packet on average, and at least
+// four packets of the most a budget-byte packet can carry (a message
+// takes 2 bytes at least), since one packet may use a quarter of the ring
+// (maxPerPacket).
 func (r *records) init(packets, budget int) {
 	r.recs = make([]record, packets)
 	r.entries = make([]entry, max(packets*32, 4*budget/2))

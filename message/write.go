@@ -123,7 +123,8 @@ func (c *Conn) WritePacket(dst []byte, seq uint16, now time.Duration) (n int) {
 // writeReliable writes channel i's messages that are due: first those
 // unacked for the resend time, oldest send first, then new ones in id
 // order; then its block's fragments, if the block is the oldest unacked
-// message. Both come off a cursor, not a scan of the window.
+// message. Messages come off the send log and a cursor, not a scan of the
+// window.
 func (c *Conn) writeReliable(w *writer, i int, ch *channel, limit int, now time.Duration) {
 	s := &ch.rs
 	if s.oldest == s.next {
