@@ -11,6 +11,7 @@
 //	go run ./cmd/netbench -mode game -sweep -bare  # the same without netcode
 //	go run ./cmd/netbench -mode handshake      # connections per second
 //	go run ./cmd/netbench -mode flood          # bad requests while clients play
+//	go run ./cmd/netbench -mode messages -rate 2000 -size 16  # message channels
 //	go run ./cmd/netbench -serve 127.0.0.1:40000 -key HEX -protocol HEX
 //	go run ./cmd/netbench -target 127.0.0.1:40000 -key HEX -protocol HEX
 //	go run ./cmd/netbench -plot runs.svg a.json b.json
@@ -142,7 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.keyHex, "key", "", "32-byte private key as 64 hex digits (default: random; required with -serve and -target)")
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
 	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms and report the highest sustained rate; in game mode, raise the players from -clients until loss > 0.1% or p99 > one tick and report the most")
-	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), game (ticks and snapshots), handshake (connections per second) or flood (bad requests while clients play)")
+	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), game (ticks and snapshots), handshake (connections per second), flood (bad requests while clients play) or messages (reliable-ordered messages of -size at -rate and an unreliable stream over message channels, in process)")
 	fs.BoolVar(&o.noShed, "no-shed", false, "turn off the server's kernel shedding of connection-request floods (engine.ServerConfig.DisableRequestShedding), to measure what it buys")
 	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
 	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
@@ -214,9 +215,9 @@ func (o *options) check() error {
 		return fmt.Errorf("unexpected arguments %q: JSON files are only read with -plot", o.files)
 	}
 	switch o.mode {
-	case "echo", "game", "handshake", "flood":
+	case "echo", "game", "handshake", "flood", "messages":
 	default:
-		return fmt.Errorf("-mode %q: want echo, game, handshake or flood", o.mode)
+		return fmt.Errorf("-mode %q: want echo, game, handshake, flood or messages", o.mode)
 	}
 	if o.bare && o.mode != "echo" && o.mode != "game" {
 		return fmt.Errorf("-bare works with -mode echo or game, not %s", o.mode)
@@ -324,6 +325,8 @@ func run() {
 		err = runServerChild(o)
 	case o.plotPath != "" && len(o.files) > 0:
 		err = plotFiles(o.plotPath, o.files)
+	case o.mode == "messages":
+		err = runMessages(o)
 	case o.serve != "":
 		err = runServe(o)
 	default:

@@ -20,6 +20,16 @@ type Game interface {
 	Tick(srv *engine.Server, now time.Time)
 }
 
+// AckGame is a Game that also takes acks: with reliable endpoints on
+// (Config.Server.Reliable), the packets in ev.Acks reached the client in
+// slot ev.ClientIndex. A game running message channels over them hands
+// these to message/engineconn's Server.Handle, as it does its other
+// events. A Game that is not an AckGame never sees acks.
+type AckGame interface {
+	Game
+	Acks(srv *engine.Server, ev *engine.Event)
+}
+
 // Echo returns the echo game: each payload goes back to its sender. It is
 // what load tests (netbench -target) measure.
 func Echo() Game { return echo{} }

@@ -17,6 +17,7 @@ type observer interface{ Observe(float64) }
 type loop struct {
 	srv     *engine.Server
 	game    Game
+	acks    AckGame // game, when it takes acks
 	period  time.Duration
 	tick    observer
 	players *players // nil without Agones
@@ -27,6 +28,7 @@ type loop struct {
 
 func newLoop(srv *engine.Server, game Game, rate float64, tick observer, p *players, w *watchdog) *loop {
 	l := &loop{srv: srv, game: game, period: time.Duration(float64(time.Second) / rate), tick: tick, players: p, watch: w}
+	l.acks, _ = game.(AckGame)
 	l.handle = l.dispatch
 	return l
 }
@@ -78,6 +80,10 @@ func (l *loop) dispatch(ev *engine.Event) {
 		l.game.Disconnect(l.srv, ev)
 	case engine.EventPayload:
 		l.game.Payload(l.srv, ev)
+	case engine.EventAcks:
+		if l.acks != nil {
+			l.acks.Acks(l.srv, ev)
+		}
 	}
 }
 
