@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func closeConns(conns []Conn) {
@@ -247,4 +249,46 @@ func TestListenGroupBothFamilies(t *testing.T) {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	closeConns(v6)
+}
+
+// TestListenGroupConcurrent: two groups binding one free port at the same
+// moment never both succeed (one, or neither: it fails closed).
+func TestListenGroupConcurrent(t *testing.T) {
+	both, one, none := 0, 0, 0
+	for range 40 {
+		probe, err := ListenGroup(netip.MustParseAddrPort("127.0.0.1:0"), 1, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := probe[0].LocalAddr()
+		closeConns(probe)
+		results := make(chan []Conn, 2)
+		start := make(chan struct{})
+		for range 2 {
+			go func() {
+				<-start
+				conns, err := ListenGroup(addr, 2, Config{})
+				if err != nil && !errors.Is(err, ErrAddrServed) && !errors.Is(err, unix.EADDRINUSE) {
+					t.Errorf("%v: %v", addr, err)
+				}
+				results <- conns
+			}()
+		}
+		close(start)
+		a, b := <-results, <-results
+		switch {
+		case a != nil && b != nil:
+			both++
+		case a != nil || b != nil:
+			one++
+		default:
+			none++
+		}
+		closeConns(a)
+		closeConns(b)
+	}
+	t.Logf("40 races: %d with one group bound, %d with none", one, none)
+	if both != 0 {
+		t.Errorf("%d of 40 races bound both groups", both)
+	}
 }
