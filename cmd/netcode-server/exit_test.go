@@ -59,6 +59,7 @@ func TestExitUsage(t *testing.T) {
 		{args: []string{"-tick", "NaN"}, want: "-tick: want a number above 0 up to 1000"},
 		{args: []string{"-drain-grace", "-1s"}, want: "-drain-grace: want a duration from 1ms to 1h0m0s"},
 		{args: []string{"-drain-grace", "0s"}, want: "-drain-grace: want a duration from 1ms"},
+		{args: []string{"-game-stall", "5ms"}, want: "-game-stall: want a duration from 10ms to 10m0s"},
 		{args: []string{"-token-lifetime", "1500ms"}, want: "-token-lifetime: want whole seconds from 1s to 24h0m0s"},
 		{args: []string{"-token-lifetime", "0s"}, want: "-token-lifetime: want whole seconds"},
 		{args: []string{"-shards", "300"}, want: "-shards: want an integer from 0 to 256"},

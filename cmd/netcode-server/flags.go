@@ -34,6 +34,7 @@ type options struct {
 	shards         int
 	httpAddr       string
 	drainGrace     time.Duration
+	gameStall      time.Duration
 	tokenLifetime  time.Duration
 	agones         bool
 	agonesTracking string
@@ -92,6 +93,8 @@ func flagSet(o *options) *cli.FlagSet {
 	fs.HostPort(&o.httpAddr, "http", defaultHTTP, true, "TCP `ADDR` of /metrics, /healthz and /readyz (off: none)")
 	fs.Duration(&o.drainGrace, "drain-grace", dedicated.DefaultDrainGrace, time.Millisecond, dedicated.MaxDrainGrace, 0,
 		fmt.Sprintf("on SIGTERM, how long players may play on before they are disconnected, a `DURATION` from 1ms to %v", dedicated.MaxDrainGrace))
+	fs.Duration(&o.gameStall, "game-stall", dedicated.DefaultGameStall, dedicated.MinGameStall, dedicated.MaxGameStall, 0,
+		fmt.Sprintf("how long one call into the game may last before the server reports itself not live (/healthz 503, no Agones health) and a shutdown gives up on it, a `DURATION` from %v to %v", dedicated.MinGameStall, dedicated.MaxGameStall))
 	fs.Duration(&o.tokenLifetime, "token-lifetime", engine.DefaultMaxConnectTokenLifetime, time.Second, engine.MaxConnectTokenLifetimeLimit, time.Second,
 		fmt.Sprintf("the connect tokens' lifetime as the token service issues them, a `DURATION` of whole seconds from 1s to %v", engine.MaxConnectTokenLifetimeLimit))
 	fs.Bool(&o.agones, "agones", false, "take part in the Agones GameServer lifecycle through the SDK sidecar (localhost:$AGONES_SDK_HTTP_PORT)")

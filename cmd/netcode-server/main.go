@@ -168,6 +168,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 		HTTPAddr:   o.httpAddr,
 		TickRate:   o.tick,
 		DrainGrace: o.drainGrace,
+		GameStall:  o.gameStall,
 		Logger:     log,
 		Registry:   registry(b),
 	}
