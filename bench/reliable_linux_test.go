@@ -1,0 +1,105 @@
+//go:build linux
+
+package bench
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/engine"
+)
+
+// TestReliableEcho runs a reliable echo load on loopback for a second:
+// payloads of one datagram and of four fragments come back whole, both
+// sides estimate an RTT, the server acks the load's packets, and a
+// 4,000-byte packet takes four datagrams.
+func TestReliableEcho(t *testing.T) {
+	for _, tc := range []struct {
+		size  int
+		frags float64
+	}{{100, 1}, {4000, 4}} {
+		t.Run(fmt.Sprint(tc.size), func(t *testing.T) {
+			t.Parallel()
+			testReliableEcho(t, tc.size, tc.frags)
+		})
+	}
+}
+
+func testReliableEcho(t *testing.T, size int, frags float64) {
+	const clients, rate, d = 4, 50, time.Second
+	key := testKey(t)
+	rc := engine.DefaultReliableConfig()
+	srv, err := engine.Listen(engine.ServerConfig{ProtocolID: testProtocolID, PrivateKey: key, MaxClients: clients, Shards: 1,
+		Reliable: &rc}, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := NewEchoServer(srv, EchoConfig{})
+	done := make(chan error, 1)
+	go func() { done <- echo.Run() }()
+	t.Cleanup(func() {
+		echo.Stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	// SampleEvery must give way: acks need every reply opened.
+	load, err := NewLoad(LoadConfig{Server: srv.LocalAddrs()[0], PrivateKey: key, ProtocolID: testProtocolID, Clients: clients,
+		PayloadBytes: size, Reliable: &rc, SampleEvery: 8, Sockets: SocketsShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { load.Close() })
+	if load.SampleEvery() != 1 {
+		t.Errorf("SampleEvery %d with reliable endpoints; want 1", load.SampleEvery())
+	}
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != clients {
+		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+
+	var b, sb, se, e, sv0, sv1 ReliableMark
+	load.ReliableMark(&b)
+	sv0.ReadServer(srv)
+	start := time.Now().Add(150 * time.Millisecond)
+	load.BeginWindow(rate, start, d)
+	time.Sleep(time.Until(start))
+	load.ReliableMark(&sb)
+	// After the last send, before a keep-alive (100 ms after it).
+	time.Sleep(time.Until(start.Add(d + 40*time.Millisecond)))
+	load.ReliableMark(&se)
+	time.Sleep(400 * time.Millisecond) // echoes and acks in flight; estimates updated
+	load.ReliableMark(&e)
+	sv1.ReadServer(srv)
+	tot := load.Totals()
+
+	if tot.Sent != clients*rate || tot.Received == 0 || tot.Bad != 0 || tot.Duplicates != 0 {
+		t.Errorf("sent %d received %d bad %d dups %d; want %d sent and echoes back", tot.Sent, tot.Received, tot.Bad, tot.Duplicates, clients*rate)
+	}
+	if tot.Lost() != 0 {
+		t.Logf("lost %d of %d (a busy machine's socket buffers)", tot.Lost(), tot.Sent)
+	}
+	if got := tot.Hist.TotalCount(); got != int64(tot.Received) {
+		t.Errorf("histogram holds %d values; want one per echo (%d)", got, tot.Received)
+	}
+	f := WindowFigures(&b, &sb, &se, &e)
+	t.Logf("load: %v; echo p50 %.0f µs", f, PercentilesOf(tot.Hist).P50)
+	if f.Endpoints != clients || f.RTTMs <= 0 {
+		t.Errorf("%d endpoints with an RTT estimate, median %g ms; want %d, more than 0", f.Endpoints, f.RTTMs, clients)
+	}
+	if f.Sent != tot.Sent || !(f.AckRatio > 0 && f.AckRatio <= 1) {
+		t.Errorf("endpoints sent %d (load %d), ack ratio %g; want the load's count and a ratio in (0, 1]", f.Sent, tot.Sent, f.AckRatio)
+	}
+	if math.Abs(f.DatagramsPerPacket-frags) > 0.01 {
+		t.Errorf("%.3f datagrams per %d-byte packet; want %g", f.DatagramsPerPacket, size, frags)
+	}
+	s := WindowFigures(&sv0, &sv0, &sv1, &sv1)
+	t.Logf("server: %v", s)
+	if s.RTTMs <= 0 || s.Sent == 0 || !(s.AckRatio > 0 && s.AckRatio <= 1) {
+		t.Errorf("server: %v; want an RTT estimate, and echoes sent and acked", s)
+	}
+}
