@@ -11,6 +11,7 @@ import (
 
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // TestReliableEcho runs a reliable echo load on loopback for a second:
@@ -101,5 +102,95 @@ func testReliableEcho(t *testing.T, size int, frags float64) {
 	t.Logf("server: %v", s)
 	if s.RTTMs <= 0 || s.Sent == 0 || !(s.AckRatio > 0 && s.AckRatio <= 1) {
 		t.Errorf("server: %v; want an RTT estimate, and echoes sent and acked", s)
+	}
+}
+
+// TestReliableSizes: payloads and snapshots above 1,200 bytes need
+// reliable endpoints, which take up to their MaxPacketSize.
+func TestReliableSizes(t *testing.T) {
+	rc := engine.DefaultReliableConfig()
+	addr := netip.MustParseAddrPort("127.0.0.1:40000")
+	for _, tc := range []struct {
+		mode          LoadMode
+		payload, snap int
+		rel           *reliable.Config
+		bare, ok      bool
+	}{
+		{LoadEcho, 1200, 0, nil, false, true},
+		{LoadEcho, 1201, 0, nil, false, false},
+		{LoadEcho, 4000, 0, &rc, false, true},
+		{LoadEcho, rc.MaxPacketSize + 1, 0, &rc, false, false},
+		{LoadGame, 64, 4000, nil, false, false},
+		{LoadGame, 64, 4000, &rc, false, true},
+		{LoadEcho, 100, 0, &rc, true, false},
+		{LoadHandshake, 0, 0, &rc, false, false},
+	} {
+		c := LoadConfig{Server: addr, Clients: 1, Mode: tc.mode, PayloadBytes: tc.payload, SnapshotBytes: tc.snap, TickHz: 60,
+			Reliable: tc.rel, Bare: tc.bare}
+		if err := c.normalize(); (err == nil) != tc.ok {
+			t.Errorf("mode %d payload %d snapshot %d reliable %v bare %v: err %v; want ok %v",
+				tc.mode, tc.payload, tc.snap, tc.rel != nil, tc.bare, err, tc.ok)
+		}
+	}
+}
+
+// TestReliableGame runs a reliable game load with snapshots of four
+// fragments: they arrive whole, stamped at their start, and each takes
+// four datagrams.
+func TestReliableGame(t *testing.T) {
+	const clients, size, d = 16, 4000, time.Second
+	key := testKey(t)
+	rc := engine.DefaultReliableConfig()
+	q := GameQueueSize(clients, size)
+	srv, err := engine.Listen(engine.ServerConfig{ProtocolID: testProtocolID, PrivateKey: key, MaxClients: clients, Shards: 1,
+		EventQueueSize: q, SendQueueSize: q, Reliable: &rc}, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGameServer(srv, GameConfig{TickHz: testTickHz, SnapshotBytes: size, Reliable: &rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run() }()
+	t.Cleanup(func() {
+		g.Stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	load, err := NewLoad(LoadConfig{Server: srv.LocalAddrs()[0], PrivateKey: key, ProtocolID: testProtocolID, Clients: clients,
+		Mode: LoadGame, PayloadBytes: 64, SnapshotBytes: size, TickHz: testTickHz, Reliable: &rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { load.Close() })
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != clients {
+		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+	sent := func() ReliableMark {
+		c := g.Counters()
+		return ReliableMark{Sent: c.Snapshots, Datagrams: c.PacketsOut}
+	}
+	start := time.Now().Add(150 * time.Millisecond)
+	load.BeginWindow(testTickHz, start, d)
+	time.Sleep(time.Until(start))
+	sb := sent()
+	time.Sleep(d)
+	se := sent()
+	time.Sleep(500 * time.Millisecond)
+	tot := load.Totals()
+	if tot.Ticks == 0 || tot.Received == 0 || tot.Bad != 0 || tot.Duplicates != 0 {
+		t.Errorf("%d ticks, owed %d snapshots, received %d, bad %d, dups %d; want whole snapshots", tot.Ticks, tot.Sent, tot.Received, tot.Bad, tot.Duplicates)
+	}
+	if tot.Lost() != 0 {
+		t.Logf("lost %d of %d (a busy machine's socket buffers)", tot.Lost(), tot.Sent)
+	}
+	f := WindowFigures(&sb, &sb, &se, &se)
+	t.Logf("server: %d snapshots, %.3f datagrams each", f.Sent, f.DatagramsPerPacket)
+	// The two counters are read a moment apart: within a tick's worth.
+	if f.DatagramsPerPacket < 3.8 || f.DatagramsPerPacket > 4.2 {
+		t.Errorf("%.3f datagrams per %d-byte snapshot; want 4", f.DatagramsPerPacket, size)
 	}
 }
