@@ -272,7 +272,7 @@ type loadClient struct {
 	// rel is the engine client when it has a reliable endpoint; its
 	// figures are published at every tick for Load.ReliableMark.
 	rel               *engine.Client
-	relRTT            atomic.Uint32 // float32 bits, ms
+	relRTT, relAvg    atomic.Uint32 // float32 bits, ms
 	relSent, relAcked atomic.Uint64
 
 	// Schedule, owned by the goroutine that drives the client.
@@ -794,6 +794,7 @@ func (c *loadClient) publishReliable() {
 		return
 	}
 	c.relRTT.Store(math.Float32bits(st.RTT))
+	c.relAvg.Store(math.Float32bits(st.RTTAvg))
 	c.relSent.Store(st.PacketsSent)
 	c.relAcked.Store(st.PacketsAcked)
 }
@@ -804,7 +805,7 @@ func (c *loadClient) publishReliable() {
 // LoadConfig.Reliable.
 func (l *Load) ReliableMark(m *ReliableMark) {
 	_, out := l.SocketPackets()
-	*m = ReliableMark{RTTs: m.RTTs[:0], Datagrams: out}
+	*m = ReliableMark{RTTs: m.RTTs[:0], RTTAvgs: m.RTTAvgs[:0], Datagrams: out}
 	if l.cfg.Reliable == nil {
 		return
 	}
@@ -813,6 +814,7 @@ func (l *Load) ReliableMark(m *ReliableMark) {
 		m.Acked += c.relAcked.Load()
 		if rtt := math.Float32frombits(c.relRTT.Load()); rtt > 0 {
 			m.RTTs = append(m.RTTs, rtt)
+			m.RTTAvgs = append(m.RTTAvgs, math.Float32frombits(c.relAvg.Load()))
 		}
 	}
 }
@@ -905,7 +907,9 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 	if l.cfg.Mode == LoadHandshake {
 		return l.handshakeTick(c, now)
 	}
-	if c.got || c.conn != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
+	// A reliable endpoint times its sends by the engine client's clock,
+	// which Update sets: a stale one would lengthen its RTT samples.
+	if c.got || c.conn != nil || c.rel != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
 		c.cl.Update(now)
 		c.lastUpdate = now
 	}

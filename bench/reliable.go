@@ -39,12 +39,14 @@ type ReliableMark struct {
 	// Datagrams is what the side's sockets sent: every fragment, and the
 	// few keep-alives and control packets beside them.
 	Datagrams uint64
-	RTTs      []float32 // ms, of the endpoints that have an estimate
+	// RTTs and RTTAvgs are the RTT and RTTAvg (ms) of the endpoints that
+	// have an estimate.
+	RTTs, RTTAvgs []float32
 }
 
 // ReadServer reads srv's connected slots into m, reusing m.RTTs.
 func (m *ReliableMark) ReadServer(srv *engine.Server) {
-	*m = ReliableMark{RTTs: m.RTTs[:0], Datagrams: srv.Stats().PacketsOut}
+	*m = ReliableMark{RTTs: m.RTTs[:0], RTTAvgs: m.RTTAvgs[:0], Datagrams: srv.Stats().PacketsOut}
 	for i := range srv.MaxClients() {
 		st, err := srv.ReliableStats(i)
 		if err != nil {
@@ -59,6 +61,7 @@ func (m *ReliableMark) add(st engine.ReliableStats) {
 	m.Acked += st.PacketsAcked
 	if st.RTT > 0 {
 		m.RTTs = append(m.RTTs, st.RTT)
+		m.RTTAvgs = append(m.RTTAvgs, st.RTTAvg)
 	}
 }
 
@@ -68,9 +71,12 @@ func (m *ReliableMark) add(st engine.ReliableStats) {
 // datagrams a packet took.
 type ReliableFigures struct {
 	// Endpoints is how many endpoints had an RTT estimate at the window's
-	// end; RTTMs is the median of their reliable.Stats.RTT.
+	// end; RTTMs is the median of their reliable.Stats.RTT (smoothed by
+	// 0.25% per sample: its first samples weigh for hundreds of packets),
+	// RTTAvgMs of their RTTAvg (the mean of their last 512 samples).
 	Endpoints int     `json:"endpoints"`
 	RTTMs     float64 `json:"rtt_ms"`
+	RTTAvgMs  float64 `json:"rtt_avg_ms"`
 	// Sent and Acked are the side's reliable packets over the window and
 	// its drain, and AckRatio is Acked / Sent: a packet that nothing sent
 	// after it acks (a server's last echo to each client, its snapshots
@@ -97,16 +103,21 @@ func WindowFigures(b, sb, se, e *ReliableMark) *ReliableFigures {
 	if n := sub(se.Sent, sb.Sent); n > 0 {
 		f.DatagramsPerPacket = float64(sub(se.Datagrams, sb.Datagrams)) / float64(n)
 	}
-	if n := len(e.RTTs); n > 0 {
-		r := slices.Clone(e.RTTs)
-		slices.Sort(r)
-		f.RTTMs = float64(r[n/2])
-	}
+	f.RTTMs, f.RTTAvgMs = median(e.RTTs), median(e.RTTAvgs)
 	return f
+}
+
+func median(v []float32) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return float64(s[len(s)/2])
 }
 
 // String is the figures' summary line.
 func (f *ReliableFigures) String() string {
-	return fmt.Sprintf("RTT %.3f ms (median of %d), %d of %d packets acked (%.4f), %.2f datagrams/packet",
-		f.RTTMs, f.Endpoints, f.Acked, f.Sent, f.AckRatio, f.DatagramsPerPacket)
+	return fmt.Sprintf("RTT %.3f ms, avg %.3f ms (medians of %d), %d of %d packets acked (%.4f), %.2f datagrams/packet",
+		f.RTTMs, f.RTTAvgMs, f.Endpoints, f.Acked, f.Sent, f.AckRatio, f.DatagramsPerPacket)
 }
