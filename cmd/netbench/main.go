@@ -225,8 +225,11 @@ func (o *options) check() error {
 	if o.bare && o.mode != "echo" && o.mode != "game" {
 		return fmt.Errorf("-bare works with -mode echo or game, not %s", o.mode)
 	}
-	if o.reliable && (o.bare || (o.mode != "echo" && o.mode != "game" && o.mode != "flood")) {
-		return fmt.Errorf("-reliable works with -mode echo, game or flood and without -bare, not -mode %s -bare=%v", o.mode, o.bare)
+	if o.reliable && o.bare {
+		return errors.New("-reliable and -bare exclude each other: the control runs no protocol")
+	}
+	if o.reliable && o.mode == "handshake" {
+		return errors.New("-reliable works with -mode echo, game or flood, not handshake")
 	}
 	if err := o.checkSize("-input-size", o.inputSize); err != nil {
 		return err
