@@ -78,9 +78,10 @@ type ReliableFigures struct {
 	RTTMs     float64 `json:"rtt_ms"`
 	RTTAvgMs  float64 `json:"rtt_avg_ms"`
 	// Sent and Acked are the side's reliable packets over the window and
-	// its drain, and AckRatio is Acked / Sent: a packet that nothing sent
-	// after it acks (a server's last echo to each client, its snapshots
-	// in the drain) counts as not acked.
+	// its drain, acks counted as they arrive, and AckRatio is Acked /
+	// Sent. A side that sends outside the window (a game server) misses
+	// the acks of its last packets and counts those of packets from
+	// before the window, so its ratio may exceed 1.
 	Sent     uint64  `json:"packets_sent"`
 	Acked    uint64  `json:"packets_acked"`
 	AckRatio float64 `json:"ack_ratio"`
