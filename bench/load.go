@@ -489,8 +489,10 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	if l.cfg.Mode == LoadGame {
 		queue = gameClientQueue
 	}
-	// The queue holds as many replies when they are long (reliable).
-	for k := (l.replySize + codec.MaxPayloadBytes - 1) / codec.MaxPayloadBytes; k > 1; k = (k + 1) / 2 {
+	// A long reply (reliable) takes an entry per 1,200 bytes: room for as
+	// many replies as short ones.
+	want := queue * ((l.replySize + codec.MaxPayloadBytes - 1) / codec.MaxPayloadBytes)
+	for queue < want {
 		queue *= 2
 	}
 	var cl loadEndpoint
@@ -800,7 +802,7 @@ func (c *loadClient) publishReliable() {
 }
 
 // ReliableMark reads the active clients' reliable figures, as of each
-// one's last tick, into m, reusing m.RTTs; the datagrams are the load's
+// one's last tick, into m, reusing its slices; the datagrams are the load's
 // sockets' (SocketPackets). Nothing but datagrams without
 // LoadConfig.Reliable.
 func (l *Load) ReliableMark(m *ReliableMark) {

@@ -32,8 +32,8 @@ func QueueSize(packets, payloadBytes int) int {
 }
 
 // ReliableMark is one side's reliable endpoints at one instant: their
-// counters summed over connections and each one's RTT estimate. Two marks
-// make a window's ReliableFigures.
+// counters summed over connections and each one's RTT estimates.
+// WindowFigures makes a window's figures of four.
 type ReliableMark struct {
 	Sent, Acked uint64 // reliable packets sent, and those the peer acked
 	// Datagrams is what the side's sockets sent: every fragment, and the
@@ -44,7 +44,7 @@ type ReliableMark struct {
 	RTTs, RTTAvgs []float32
 }
 
-// ReadServer reads srv's connected slots into m, reusing m.RTTs.
+// ReadServer reads srv's connected slots into m, reusing its slices.
 func (m *ReliableMark) ReadServer(srv *engine.Server) {
 	*m = ReliableMark{RTTs: m.RTTs[:0], RTTAvgs: m.RTTAvgs[:0], Datagrams: srv.Stats().PacketsOut}
 	for i := range srv.MaxClients() {
