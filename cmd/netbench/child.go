@@ -312,6 +312,7 @@ func serverWindow(b, e *mark) *bench.ServerWindow {
 		Dropped:      e.c.Dropped - b.c.Dropped,
 		KernelDrops:  uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
 		CPUNanos:     e.cpu - b.cpu,
+		WaitNanos:    waitDelta(b.wait, e.wait),
 		Mallocs:      e.mallocs - b.mallocs,
 		GCCycles:     e.gc - b.gc,
 		Connected:    e.c.Connected,
