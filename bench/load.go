@@ -270,8 +270,10 @@ type loadClient struct {
 	winRecv atomic.Uint64
 
 	// rel is the engine client when it has a reliable endpoint; its
-	// figures are published at every tick for Load.ReliableMark.
+	// figures are published at every tick for Load.ReliableMark. acks
+	// takes its acks (reliable.Config.AckBufferSize of them).
 	rel               *engine.Client
+	acks              []uint16
 	relRTT, relAvg    atomic.Uint32 // float32 bits, ms
 	relSent, relAcked atomic.Uint64
 
@@ -517,7 +519,7 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 		sampled: i%l.sample == 0,
 	}
 	if l.cfg.Reliable != nil {
-		c.rel = eng
+		c.rel, c.acks = eng, make([]uint16, 0, l.cfg.Reliable.AckBufferSize)
 	}
 	for j := StampBytes; j < len(c.pay); j++ {
 		c.pay[j] = byte(j)
@@ -786,11 +788,14 @@ func (l *Load) setUp(c *loadClient, up bool) {
 	}
 }
 
-// publishReliable publishes the client's reliable figures for
-// ReliableMark (the engine client is its goroutine's alone). At every
-// tick, so that a mark at the end of a window counts every packet the
-// window sent: a few atomic stores beside the tick's decryptions.
-func (c *loadClient) publishReliable() {
+// runReliable reads the client's acks, as a game would: an endpoint
+// holding AckBufferSize unread acks takes no more (the C library's rule),
+// so its packets stop counting as acked and its RTT stops being sampled.
+// Then it publishes the client's figures for ReliableMark (the engine
+// client is its goroutine's alone). At every tick, so that a mark at the
+// end of a window counts every packet the window sent.
+func (c *loadClient) runReliable() {
+	c.acks, _ = c.rel.ReadAcks(c.acks[:0])
 	st, err := c.rel.ReliableStats()
 	if err != nil {
 		return
@@ -944,7 +949,7 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 		}
 	}
 	if c.rel != nil {
-		c.publishReliable()
+		c.runReliable()
 	}
 	return deadline, true
 }

@@ -16,8 +16,9 @@ import (
 
 // TestReliableEcho runs a reliable echo load on loopback for a second:
 // payloads of one datagram and of four fragments come back whole, both
-// sides estimate an RTT, the server acks the load's packets, and a
-// 4,000-byte packet takes four datagrams.
+// sides estimate an RTT, the server acks the load's packets (more of them
+// than an endpoint holds unread acks), and a 4,000-byte packet takes four
+// datagrams.
 func TestReliableEcho(t *testing.T) {
 	for _, tc := range []struct {
 		size  int
@@ -34,6 +35,10 @@ func testReliableEcho(t *testing.T, size int, frags float64) {
 	const clients, rate, d = 4, 50, time.Second
 	key := testKey(t)
 	rc := engine.DefaultReliableConfig()
+	// Fewer than the packets per client: an endpoint whose acks nobody
+	// reads takes no more than this many.
+	rc.AckBufferSize = 16
+	const ackCap = clients * 16
 	srv, err := engine.Listen(engine.ServerConfig{ProtocolID: testProtocolID, PrivateKey: key, MaxClients: clients, Shards: 1,
 		Reliable: &rc}, batchio.Config{}, netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
@@ -78,8 +83,8 @@ func testReliableEcho(t *testing.T, size int, frags float64) {
 	sv1.ReadServer(srv)
 	tot := load.Totals()
 
-	if tot.Sent != clients*rate || tot.Received == 0 || tot.Bad != 0 || tot.Duplicates != 0 {
-		t.Errorf("sent %d received %d bad %d dups %d; want %d sent and echoes back", tot.Sent, tot.Received, tot.Bad, tot.Duplicates, clients*rate)
+	if tot.Sent <= ackCap || tot.Received == 0 || tot.Bad != 0 || tot.Duplicates != 0 {
+		t.Errorf("sent %d received %d bad %d dups %d; want more than %d sent and echoes back", tot.Sent, tot.Received, tot.Bad, tot.Duplicates, ackCap)
 	}
 	if tot.Lost() != 0 {
 		t.Logf("lost %d of %d (a busy machine's socket buffers)", tot.Lost(), tot.Sent)
@@ -92,10 +97,15 @@ func testReliableEcho(t *testing.T, size int, frags float64) {
 	if f.Endpoints != clients || f.RTTMs <= 0 {
 		t.Errorf("%d endpoints with an RTT estimate, median %g ms; want %d, more than 0", f.Endpoints, f.RTTMs, clients)
 	}
-	if f.Sent != tot.Sent || !(f.AckRatio > 0 && f.AckRatio <= 1) {
-		t.Errorf("endpoints sent %d (load %d), ack ratio %g; want the load's count and a ratio in (0, 1]", f.Sent, tot.Sent, f.AckRatio)
+	// A header acks the latest 33 packets its sender received, so a
+	// server that stalls with a longer backlog leaves some unacked.
+	if f.Sent != tot.Sent || f.Acked <= ackCap || !(f.AckRatio > 0 && f.AckRatio <= 1) {
+		t.Errorf("endpoints sent %d (load %d), %d acked, ratio %g; want the load's count, more than %d acked, a ratio in (0, 1]",
+			f.Sent, tot.Sent, f.Acked, f.AckRatio, ackCap)
 	}
-	if math.Abs(f.DatagramsPerPacket-frags) > 0.01 {
+	// Exact on a quiet machine; a client that a busy one stalls for 100
+	// ms sends a keep-alive besides.
+	if x := f.DatagramsPerPacket; x < frags-0.01 || math.Round(x) != frags {
 		t.Errorf("%.3f datagrams per %d-byte packet; want %g", f.DatagramsPerPacket, size, frags)
 	}
 	s := WindowFigures(&sv0, &sv0, &sv1, &sv1)
@@ -189,8 +199,9 @@ func TestReliableGame(t *testing.T) {
 	}
 	f := WindowFigures(&sb, &sb, &se, &se)
 	t.Logf("server: %d snapshots, %.3f datagrams each", f.Sent, f.DatagramsPerPacket)
-	// The two counters are read a moment apart: within a tick's worth.
-	if f.DatagramsPerPacket < 3.8 || f.DatagramsPerPacket > 4.2 {
+	// The two counters are read a moment apart: a tick's snapshots may be
+	// counted before the shard has sent them.
+	if math.Round(f.DatagramsPerPacket) != 4 {
 		t.Errorf("%.3f datagrams per %d-byte snapshot; want 4", f.DatagramsPerPacket, size)
 	}
 }
