@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -204,6 +205,17 @@ func runServe(o *options) error {
 		stop = time.After(o.duration)
 	}
 	last, lastAt := srv.app.Counters(), time.Now()
+	// With -reliable, each status line says what the server's endpoints
+	// saw over its interval: whether a client of another implementation
+	// acks the server's packets, and the RTT it leaves them to estimate.
+	var relSrv *engine.Server
+	if e, ok := srv.app.(interface{ Server() *engine.Server }); ok && o.reliable {
+		relSrv = e.Server()
+	}
+	var relLast, relNow bench.ReliableMark
+	if relSrv != nil {
+		relLast.ReadServer(relSrv)
+	}
 	for {
 		select {
 		case <-sig:
@@ -218,11 +230,23 @@ func runServe(o *options) error {
 		case now := <-t.C:
 			c := srv.app.Counters()
 			dt := now.Sub(lastAt).Seconds()
-			slog.Info("netbench "+o.mode+" server", "connected", c.Connected,
-				"in_pps", int(float64(c.PacketsIn-last.PacketsIn)/dt),
-				"out_pps", int(float64(c.PacketsOut-last.PacketsOut)/dt),
-				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped)
+			attrs := []any{"connected", c.Connected,
+				"in_pps", int(float64(c.PacketsIn-last.PacketsIn) / dt),
+				"out_pps", int(float64(c.PacketsOut-last.PacketsOut) / dt),
+				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped}
+			if relSrv != nil {
+				relNow.ReadServer(relSrv)
+				f := bench.WindowFigures(&relLast, &relLast, &relNow, &relNow)
+				// Datagrams per packet count keep-alives to idle clients too.
+				attrs = append(attrs, "rtt_ms", round3(f.RTTMs), "packets_sent", f.Sent, "acked", round3(f.AckRatio),
+					"datagrams_per_packet", round3(f.DatagramsPerPacket))
+				relLast, relNow = relNow, relLast
+			}
+			slog.Info("netbench "+o.mode+" server", attrs...)
 			last, lastAt = c, now
 		}
 	}
 }
+
+// round3 rounds x to three decimals, for status lines.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
