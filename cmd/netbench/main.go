@@ -231,6 +231,9 @@ func (o *options) check() error {
 	if o.reliable && o.mode == "handshake" {
 		return errors.New("-reliable works with -mode echo, game or flood, not handshake")
 	}
+	if o.reliable && o.sample > 1 {
+		return fmt.Errorf("-sample %d: with -reliable every client opens every reply (acks need every packet); want 0 or 1", o.sample)
+	}
 	if err := o.checkSize("-input-size", o.inputSize); err != nil {
 		return err
 	}
