@@ -7,6 +7,7 @@ import (
 
 	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // ServerCounters are a benchmark server's counters (EchoServer,
@@ -153,6 +154,11 @@ func DropReasons(st engine.ServerStats) map[string]uint64 {
 	for r, n := range st.Drops {
 		if n != 0 {
 			m["server: "+engine.ServerDropReason(r).String()] = n
+		}
+	}
+	for r, n := range st.ReliableDrops {
+		if n != 0 {
+			m["reliable: "+reliable.DropReason(r).String()] = n
 		}
 	}
 	return m

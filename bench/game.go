@@ -10,8 +10,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // Game-mode limits.
@@ -32,16 +32,19 @@ type GameConfig struct {
 	LockOSThread bool
 	// TickHz is the tick rate (more than 0, at most MaxTickHz).
 	TickHz float64
-	// SnapshotBytes is each snapshot's size (StampBytes to 1200).
+	// SnapshotBytes is each snapshot's size: StampBytes to 1200, or with
+	// Reliable to its MaxPacketSize (sent as fragments when long).
 	SnapshotBytes int
+	// Reliable is the server's ServerConfig.Reliable (nil: off).
+	Reliable *reliable.Config
 }
 
 func (c *GameConfig) check() error {
 	if !(c.TickHz > 0 && c.TickHz <= MaxTickHz) {
 		return fmt.Errorf("bench: tick rate %g Hz; want more than 0 and at most %d", c.TickHz, MaxTickHz)
 	}
-	if c.SnapshotBytes < StampBytes || c.SnapshotBytes > codec.MaxPayloadBytes {
-		return fmt.Errorf("bench: snapshot of %d bytes; want %d to %d", c.SnapshotBytes, StampBytes, codec.MaxPayloadBytes)
+	if n := maxPayload(c.Reliable); c.SnapshotBytes < StampBytes || c.SnapshotBytes > n {
+		return fmt.Errorf("bench: snapshot of %d bytes; want %d to %d", c.SnapshotBytes, StampBytes, n)
 	}
 	return nil
 }
@@ -291,12 +294,6 @@ func minTime(a, b time.Time) time.Time {
 
 // GameQueueSize is the engine queue size (ServerConfig.EventQueueSize and
 // SendQueueSize) a game server of maxClients slots needs: room for two
-// ticks' inputs, and for a whole tick's snapshots queued at once, a power
-// of two from engine.DefaultQueueSize to 2^16.
-func GameQueueSize(maxClients int) int {
-	n := engine.DefaultQueueSize
-	for n < 2*maxClients && n < 1<<16 {
-		n <<= 1
-	}
-	return n
-}
+// ticks' inputs, and for a whole tick's snapshots of snapshotBytes queued
+// at once (see QueueSize).
+func GameQueueSize(maxClients, snapshotBytes int) int { return QueueSize(2*maxClients, snapshotBytes) }

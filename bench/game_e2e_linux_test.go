@@ -40,7 +40,7 @@ func startTestGame(t *testing.T, key []byte, maxClients int, manual, bare bool) 
 		}
 		app, addr = b, conn.LocalAddr()
 	} else {
-		q := GameQueueSize(maxClients)
+		q := GameQueueSize(maxClients, 300)
 		cfg := engine.ServerConfig{ProtocolID: testProtocolID, PrivateKey: key, MaxClients: maxClients, Shards: 1,
 			Manual: manual, EventQueueSize: q}
 		if !manual {

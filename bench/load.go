@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // Load limits and defaults.
@@ -92,13 +94,13 @@ type LoadConfig struct {
 	// Clients is the number of clients. The server tells clients apart by
 	// address, so each needs its own: see Sockets.
 	Clients int
-	// PayloadBytes is the payload size (a game's input), StampBytes to
-	// 1200.
+	// PayloadBytes is the payload size (a game's input): StampBytes to
+	// 1200, or with Reliable to its MaxPacketSize.
 	PayloadBytes int
 	// Mode selects echo, handshake or game load.
 	Mode LoadMode
 	// SnapshotBytes (LoadGame) is the size of the server's snapshots,
-	// StampBytes to 1200.
+	// within the same bounds as PayloadBytes.
 	SnapshotBytes int
 	// TickHz (LoadGame) is the server's tick rate: it sizes the edges of
 	// the window where every client opens its snapshots (SampleEvery).
@@ -106,6 +108,11 @@ type LoadConfig struct {
 	// Bare runs the protocol-free control: clients without netcode (see
 	// BareServer), for an echo or game load.
 	Bare bool
+	// Reliable gives every client a reliable endpoint with this config
+	// (engine.ClientConfig.Reliable; the server needs them too). Acks work
+	// only when every packet goes through the endpoint, so every client
+	// then opens every reply: SampleEvery does not apply.
+	Reliable *reliable.Config
 	// SampleEvery makes only every SampleEvery-th client (index 0, N,
 	// 2N, ...) open and time every reply; the others count their replies
 	// by address, size and clear packet sequence, opening one a second
@@ -113,8 +120,8 @@ type LoadConfig struct {
 	// window's edges (to place them in or out of it). Every client still
 	// runs the full protocol: handshake, sealed payloads, keep-alives, so
 	// the server's work is the same. 0 or 1: every client opens
-	// everything. Shared sockets only: with per-client sockets every
-	// client opens everything.
+	// everything. Shared sockets only: with per-client sockets, or with
+	// Reliable, every client opens everything.
 	SampleEvery int
 	// Active is how many clients (the first ones) connect at Start; 0
 	// means all. SetActive changes it.
@@ -262,6 +269,14 @@ type loadClient struct {
 	// winRecv counts the window's snapshots (game); read by Totals.
 	winRecv atomic.Uint64
 
+	// rel is the engine client when it has a reliable endpoint; its
+	// figures are published at every tick for Load.ReliableMark. acks
+	// takes its acks (reliable.Config.AckBufferSize of them).
+	rel               *engine.Client
+	acks              []uint16
+	relRTT, relAvg    atomic.Uint32 // float32 bits, ms
+	relSent, relAcked atomic.Uint64
+
 	// Schedule, owned by the goroutine that drives the client.
 	gen       uint64        // of the rate settings below
 	interval  time.Duration // between payloads; 0: paused
@@ -328,13 +343,13 @@ func (c *LoadConfig) normalize() error {
 	if c.Clients < 1 || c.Clients > MaxLoadClients {
 		return fmt.Errorf("bench: %d clients; want 1 to %d", c.Clients, MaxLoadClients)
 	}
-	if c.Mode != LoadHandshake && (c.PayloadBytes < StampBytes || c.PayloadBytes > codec.MaxPayloadBytes) {
-		return fmt.Errorf("bench: payload of %d bytes; want %d to %d", c.PayloadBytes, StampBytes, codec.MaxPayloadBytes)
+	if n := maxPayload(c.Reliable); c.Mode != LoadHandshake && (c.PayloadBytes < StampBytes || c.PayloadBytes > n) {
+		return fmt.Errorf("bench: payload of %d bytes; want %d to %d", c.PayloadBytes, StampBytes, n)
 	}
 	switch c.Mode {
 	case LoadEcho, LoadHandshake:
 	case LoadGame:
-		g := GameConfig{TickHz: c.TickHz, SnapshotBytes: c.SnapshotBytes}
+		g := GameConfig{TickHz: c.TickHz, SnapshotBytes: c.SnapshotBytes, Reliable: c.Reliable}
 		if err := g.check(); err != nil {
 			return err
 		}
@@ -343,6 +358,9 @@ func (c *LoadConfig) normalize() error {
 	}
 	if c.Bare && c.Mode == LoadHandshake {
 		return errors.New("bench: a bare load has no handshakes; want LoadEcho or LoadGame")
+	}
+	if c.Reliable != nil && (c.Bare || c.Mode == LoadHandshake) {
+		return errors.New("bench: reliable endpoints need a netcode echo or game load (not Bare, not LoadHandshake)")
 	}
 	if c.SampleEvery < 0 || c.SampleEvery > MaxLoadClients {
 		return fmt.Errorf("bench: sample every %d clients; want 0 or 1 (all) to %d", c.SampleEvery, MaxLoadClients)
@@ -410,7 +428,7 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 		l.shards[i].tickLo = ^uint64(0)
 	}
 	l.sample = cfg.SampleEvery
-	if l.sample == 0 || cfg.Sockets != SocketsShared {
+	if l.sample == 0 || cfg.Sockets != SocketsShared || cfg.Reliable != nil {
 		l.sample = 1
 	}
 	l.replySize = cfg.PayloadBytes
@@ -473,14 +491,23 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	if l.cfg.Mode == LoadGame {
 		queue = gameClientQueue
 	}
+	// A long reply (reliable) takes an entry per 1,200 bytes: room for as
+	// many replies as short ones.
+	want := queue * ((l.replySize + codec.MaxPayloadBytes - 1) / codec.MaxPayloadBytes)
+	for queue < want {
+		queue *= 2
+	}
 	var cl loadEndpoint
+	var eng *engine.Client
 	if l.cfg.Bare {
 		cl = newBareClient(conn, l.cfg.Server, time.Duration(l.cfg.TimeoutSeconds)*time.Second, queue)
-	} else if cl, err = engine.NewClient(engine.ClientConfig{ReceiveQueueSize: queue}, conn); err != nil {
+	} else if eng, err = engine.NewClient(engine.ClientConfig{ReceiveQueueSize: queue, Reliable: l.cfg.Reliable}, conn); err != nil {
 		if own != nil {
 			own.Close()
 		}
 		return nil, err
+	} else {
+		cl = eng
 	}
 	c := &loadClient{
 		idx:     i,
@@ -488,8 +515,11 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 		cl:      cl,
 		shard:   l.shards[i%len(l.shards)],
 		pay:     make([]byte, max(l.cfg.PayloadBytes, StampBytes)),
-		rbuf:    make([]byte, codec.MaxPayloadBytes),
+		rbuf:    make([]byte, maxPayload(l.cfg.Reliable)),
 		sampled: i%l.sample == 0,
+	}
+	if l.cfg.Reliable != nil {
+		c.rel, c.acks = eng, make([]uint16, 0, l.cfg.Reliable.AckBufferSize)
 	}
 	for j := StampBytes; j < len(c.pay); j++ {
 		c.pay[j] = byte(j)
@@ -758,6 +788,44 @@ func (l *Load) setUp(c *loadClient, up bool) {
 	}
 }
 
+// runReliable reads the client's acks, as a game would: an endpoint
+// holding AckBufferSize unread acks takes no more (the C library's rule),
+// so its packets stop counting as acked and its RTT stops being sampled.
+// Then it publishes the client's figures for ReliableMark (the engine
+// client is its goroutine's alone). At every tick, so that a mark at the
+// end of a window counts every packet the window sent.
+func (c *loadClient) runReliable() {
+	c.acks, _ = c.rel.ReadAcks(c.acks[:0])
+	st, err := c.rel.ReliableStats()
+	if err != nil {
+		return
+	}
+	c.relRTT.Store(math.Float32bits(st.RTT))
+	c.relAvg.Store(math.Float32bits(st.RTTAvg))
+	c.relSent.Store(st.PacketsSent)
+	c.relAcked.Store(st.PacketsAcked)
+}
+
+// ReliableMark reads the active clients' reliable figures, as of each
+// one's last tick, into m, reusing its slices; the datagrams are the load's
+// sockets' (SocketPackets). Nothing but datagrams without
+// LoadConfig.Reliable.
+func (l *Load) ReliableMark(m *ReliableMark) {
+	_, out := l.SocketPackets()
+	*m = ReliableMark{RTTs: m.RTTs[:0], RTTAvgs: m.RTTAvgs[:0], Datagrams: out}
+	if l.cfg.Reliable == nil {
+		return
+	}
+	for _, c := range l.clients[:l.Active()] {
+		m.Sent += c.relSent.Load()
+		m.Acked += c.relAcked.Load()
+		if rtt := math.Float32frombits(c.relRTT.Load()); rtt > 0 {
+			m.RTTs = append(m.RTTs, rtt)
+			m.RTTAvgs = append(m.RTTAvgs, math.Float32frombits(c.relAvg.Load()))
+		}
+	}
+}
+
 // run is one client's goroutine (SocketsPerClient).
 func (l *Load) run(c *loadClient) {
 	defer l.wg.Done()
@@ -846,7 +914,9 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 	if l.cfg.Mode == LoadHandshake {
 		return l.handshakeTick(c, now)
 	}
-	if c.got || c.conn != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
+	// A reliable endpoint times its sends by the engine client's clock,
+	// which Update sets: a stale one would lengthen its RTT samples.
+	if c.got || c.conn != nil || c.rel != nil || now.Sub(c.lastUpdate) >= updateEvery || c.cl.State() != engine.Connected {
 		c.cl.Update(now)
 		c.lastUpdate = now
 	}
@@ -877,6 +947,9 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 		if c.next.Before(deadline) {
 			deadline = c.next
 		}
+	}
+	if c.rel != nil {
+		c.runReliable()
 	}
 	return deadline, true
 }

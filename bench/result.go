@@ -46,6 +46,9 @@ type ServerWindow struct {
 	TickUs       *Percentiles `json:"tick_us,omitempty"`
 	// DropReasons names the reasons of the window's drops, with counts.
 	DropReasons map[string]uint64 `json:"drop_reasons,omitempty"`
+	// Reliable is the server's reliable endpoints' figures (its echoes
+	// or snapshots), with netbench -reliable.
+	Reliable *ReliableFigures `json:"reliable,omitempty"`
 }
 
 // Step is one offered load of a sweep.
@@ -77,7 +80,13 @@ type Step struct {
 type Result struct {
 	Mode string `json:"mode"` // echo, sweep, handshake, flood, game, game-sweep
 	// Bare: the protocol-free control (netbench -bare).
-	Bare         bool    `json:"bare"`
+	Bare bool `json:"bare"`
+	// Reliable: both sides ran reliable endpoints (netbench -reliable);
+	// ReliableLoad is the load's figures (its payloads or inputs), and
+	// Server.Reliable the server's.
+	Reliable     bool             `json:"reliable"`
+	ReliableLoad *ReliableFigures `json:"reliable_load,omitempty"`
+
 	Target       string  `json:"target"`
 	Clients      int     `json:"clients"`
 	Connected    int     `json:"connected"`
@@ -326,6 +335,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if r.Bare {
 		control = ", protocol-free control"
 	}
+	if r.Reliable {
+		control = ", reliable endpoints"
+	}
 	fmt.Fprintf(tw, "netbench %s against %s (%s%s)\n", r.Mode, r.Target, r.Latency, control)
 	row("clients", "%d connected of %d", r.Connected, r.Clients)
 	unit := "packet"
@@ -360,6 +372,12 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if r.KernelDropsPerS != nil {
 			row("kernel", "dropped %.0f/s before the server read them (shed requests, full queue)", *r.KernelDropsPerS)
 		}
+	}
+	if f := r.ReliableLoad; f != nil {
+		row("reliable load", "%v", f)
+	}
+	if r.Server != nil && r.Server.Reliable != nil {
+		row("reliable server", "%v", r.Server.Reliable)
 	}
 	if r.MaxSustainedPPS != nil {
 		row("max sustained", "%.0f pps", *r.MaxSustainedPPS)

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netcode-go/netcode/bench"
+	"github.com/netcode-go/netcode/engine"
 )
 
 // The server child: netbench re-executes itself with -server-child to run
@@ -31,6 +32,7 @@ import (
 //
 //	(start)  -> {"addr": "127.0.0.1:40000"}
 //	begin    -> {}                       start of a measurement window
+//	mark     -> {}                       the load starts, then stops, sending (-reliable)
 //	end      -> {"window": {...}}        the window's bench.ServerWindow
 //	(EOF)    -> the child stops its server and exits
 const (
@@ -43,6 +45,9 @@ type childReply struct {
 	Window *bench.ServerWindow `json:"window,omitempty"`
 	Err    string              `json:"err,omitempty"`
 }
+
+// emptyReply is {} as the child writes it without allocating.
+var emptyReply = []byte("{}\n")
 
 // serverChild is the parent's handle on the child.
 type serverChild struct {
@@ -57,7 +62,7 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	args := []string{"-server-child", "-mode", o.mode, "-bare=" + strconv.FormatBool(o.bare),
+	args := []string{"-server-child", "-mode", o.mode, "-bare=" + strconv.FormatBool(o.bare), "-reliable=" + strconv.FormatBool(o.reliable),
 		"-tick", strconv.FormatFloat(o.tickHz, 'g', -1, 64), "-size", strconv.Itoa(o.size),
 		"-sweep=" + strconv.FormatBool(o.sweep), "-max-clients", strconv.Itoa(o.maxClients),
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
@@ -124,6 +129,12 @@ func (c *serverChild) Begin() error {
 	return err
 }
 
+// Mark tells the child that the load starts or stops sending.
+func (c *serverChild) Mark() error {
+	_, err := c.command("mark")
+	return err
+}
+
 // End ends the window and returns what the child measured.
 func (c *serverChild) End() (*bench.ServerWindow, error) {
 	r, err := c.command("end")
@@ -187,6 +198,15 @@ func runServerChild(o *options) error {
 	}
 	var begin mark
 	m := new(meter)
+	// The reliable endpoints' marks, read outside the window's
+	// allocation count (before its first mark, after its last).
+	var relSrv *engine.Server
+	if e, ok := srv.app.(interface{ Server() *engine.Server }); ok && o.reliable {
+		relSrv = e.Server()
+	}
+	var relBegin, relEnd bench.ReliableMark
+	var relSend [2]bench.ReliableMark // at the marks: the packets the app sent
+	marks := 0
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		// Compared as bytes: converting to a string would count one
@@ -199,10 +219,31 @@ func runServerChild(o *options) error {
 			if t, ok := srv.app.(ticker); ok {
 				t.TakeTicks() // start the window's tick durations afresh
 			}
+			if relSrv != nil {
+				relBegin.ReadServer(relSrv)
+			}
+			marks = 0
 			begin = m.take(srv.app, true)
+		case "mark":
+			// Inside the window: read first, and answer without encoding,
+			// which would allocate.
+			if relSrv != nil && marks < len(relSend) {
+				c := srv.app.Counters()
+				relSend[marks] = bench.ReliableMark{Sent: c.Echoed + c.Snapshots, Datagrams: c.PacketsOut}
+				marks++
+			}
+			_, err = os.Stdout.Write(emptyReply)
 		case "end":
 			end := m.take(srv.app, false)
 			w := serverWindow(&begin, &end)
+			if relSrv != nil {
+				relEnd.ReadServer(relSrv)
+				sb, se := &relBegin, &relEnd // no marks: lead and drain's keep-alives count too
+				if marks == len(relSend) {
+					sb, se = &relSend[0], &relSend[1]
+				}
+				w.Reliable = bench.WindowFigures(&relBegin, sb, se, &relEnd)
+			}
 			w.ReceiveMode, w.Batch = srv.mode, srv.batch
 			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
 			w.CPUs, _ = parseInts(o.serverCPUs)
@@ -271,6 +312,7 @@ func serverWindow(b, e *mark) *bench.ServerWindow {
 		Dropped:      e.c.Dropped - b.c.Dropped,
 		KernelDrops:  uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
 		CPUNanos:     e.cpu - b.cpu,
+		WaitNanos:    waitDelta(b.wait, e.wait),
 		Mallocs:      e.mallocs - b.mallocs,
 		GCCycles:     e.gc - b.gc,
 		Connected:    e.c.Connected,

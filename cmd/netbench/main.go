@@ -9,6 +9,7 @@
 //	go run ./cmd/netbench -sweep -json r.json  # highest sustained rate
 //	go run ./cmd/netbench -mode game -sweep     # players per core at 60 Hz
 //	go run ./cmd/netbench -mode game -sweep -bare  # the same without netcode
+//	go run ./cmd/netbench -reliable -size 4000  # acks, RTT, fragments
 //	go run ./cmd/netbench -mode handshake      # connections per second
 //	go run ./cmd/netbench -mode flood          # bad requests while clients play
 //	go run ./cmd/netbench -mode messages -rate 2000 -size 16  # message channels
@@ -33,6 +34,7 @@ import (
 
 	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/engine"
 )
 
 // defaultProtocolID is the protocol id when -protocol is not given.
@@ -47,6 +49,7 @@ type options struct {
 	tickHz     float64
 	inputSize  int
 	bare       bool
+	reliable   bool
 	sample     int
 	maxClients int
 	duration   time.Duration
@@ -122,10 +125,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.socketsArg, "sockets", "auto", "client addresses: shared (a few wildcard sockets, one 127.x.y.z address per client, batched; IPv4 loopback only), per-client (a socket and goroutine per client; any server) or auto (shared when possible)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines driving shared client sockets (0: one per load CPU, at most one per 64 clients)")
 	fs.Float64Var(&o.rate, "rate", 60, "payloads per second per client (the starting rate of a -sweep)")
-	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d; the first %d carry the send time and sequence); in game mode the snapshot size, default 300", 16, codec.MaxPayloadBytes, 16))
+	fs.IntVar(&o.size, "size", 100, fmt.Sprintf("payload bytes (%d to %d, or to %d with -reliable; the first %d carry the send time and sequence); in game mode the snapshot size, default 300", 16, codec.MaxPayloadBytes, maxReliableSize, 16))
 	fs.Float64Var(&o.tickHz, "tick", 60, "game mode: the server's tick rate in Hz; clients send an input per tick")
 	fs.IntVar(&o.inputSize, "input-size", 64, "game mode: input bytes")
 	fs.BoolVar(&o.bare, "bare", false, "the protocol-free control: the same load shape (echo or game) with netcode off on both sides (plain UDP, same stamps, sockets, batching and pacing)")
+	fs.BoolVar(&o.reliable, "reliable", false, "reliable 1.0 endpoints on both sides (engine.DefaultReliableConfig): acks, RTT estimates, and payloads above 1,200 bytes sent as fragments; every client then opens every reply (-sample does not apply)")
 	fs.IntVar(&o.sample, "sample", 0, "only every N-th client opens and times its replies; the others count them unopened by size and clear sequence (shared sockets; 0: 1 up to 256 clients, else 8)")
 	fs.IntVar(&o.maxClients, "max-clients", 8192, "game -sweep: the most players tried (the server's slots)")
 	fs.IntVar(&o.retries, "retries", 1, "a failed -sweep step is measured again up to this many times before it counts as failed (on a shared machine one stall of a few ms fails a step)")
@@ -222,8 +226,17 @@ func (o *options) check() error {
 	if o.bare && o.mode != "echo" && o.mode != "game" {
 		return fmt.Errorf("-bare works with -mode echo or game, not %s", o.mode)
 	}
-	if o.inputSize < 16 || o.inputSize > codec.MaxPayloadBytes {
-		return fmt.Errorf("-input-size %d: want 16 to %d bytes", o.inputSize, codec.MaxPayloadBytes)
+	if o.reliable && o.bare {
+		return errors.New("-reliable and -bare exclude each other: the control runs no protocol")
+	}
+	if o.reliable && o.mode == "handshake" {
+		return errors.New("-reliable works with -mode echo, game or flood, not handshake")
+	}
+	if o.reliable && o.sample > 1 {
+		return fmt.Errorf("-sample %d: with -reliable every client opens every reply (acks need every packet); want 0 or 1", o.sample)
+	}
+	if err := o.checkSize("-input-size", o.inputSize); err != nil {
+		return err
 	}
 	if o.retries < 0 || o.retries > 5 {
 		return fmt.Errorf("-retries %d: want 0 to 5", o.retries)
@@ -243,8 +256,8 @@ func (o *options) check() error {
 	if o.rate <= 0 || o.rate > 1e6 {
 		return fmt.Errorf("-rate %g: want more than 0 and at most 1000000 per client", o.rate)
 	}
-	if o.size < 16 || o.size > codec.MaxPayloadBytes {
-		return fmt.Errorf("-size %d: want 16 to %d bytes", o.size, codec.MaxPayloadBytes)
+	if err := o.checkSize("-size", o.size); err != nil {
+		return err
 	}
 	if o.duration <= 0 || o.step <= 0 || o.connect <= 0 {
 		return errors.New("-duration, -step and -connect-timeout must be positive")
@@ -277,6 +290,26 @@ func (o *options) check() error {
 		}
 	}
 	return nil
+}
+
+// maxReliableSize is the largest payload with -reliable: the endpoints'
+// MaxPacketSize.
+var maxReliableSize = engine.DefaultReliableConfig().MaxPacketSize
+
+// checkSize checks a payload size flag: 16 to 1200 bytes, or to
+// maxReliableSize with -reliable.
+func (o *options) checkSize(flag string, n int) error {
+	limit := codec.MaxPayloadBytes
+	if o.reliable {
+		limit = maxReliableSize
+	}
+	switch {
+	case n >= 16 && n <= limit:
+		return nil
+	case o.reliable:
+		return fmt.Errorf("%s %d: want 16 to %d bytes with -reliable", flag, n, limit)
+	}
+	return fmt.Errorf("%s %d: want 16 to %d bytes (up to %d with -reliable, which sends longer payloads as fragments)", flag, n, limit, maxReliableSize)
 }
 
 func main() {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netcode-go/netcode/bench"
+	"github.com/netcode-go/netcode/engine"
 )
 
 // Run timing.
@@ -136,6 +137,10 @@ func runBench(o *options) error {
 		Sockets:      o.sockets,
 		Workers:      o.workers,
 	}
+	if o.reliable {
+		rc := engine.DefaultReliableConfig()
+		cfg.Reliable = &rc
+	}
 	switch o.mode {
 	case "handshake":
 		cfg.Mode = bench.LoadHandshake
@@ -192,29 +197,48 @@ type window struct {
 	sendS  float64
 	server *bench.ServerWindow
 	load   bench.LoadWindow
-	target float64 // pps asked for
+	rel    *bench.ReliableFigures // the load's, with -reliable
+	target float64                // pps asked for
 	rate   float64
 }
 
 // loadMark is the load process's CPU time and socket datagrams at one
-// instant.
+// instant, and its reliable endpoints' figures.
 type loadMark struct {
 	at        time.Time
 	cpu       int64
 	wait      int64
 	datagrams uint64
+	rel       bench.ReliableMark
 }
 
 func (r *runner) loadMark() loadMark {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	in, out := r.load.SocketPackets()
-	return loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out}
+	m := loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out}
+	if r.o.reliable {
+		r.load.ReliableMark(&m.rel)
+	}
+	return m
 }
 
 func (r *runner) loadWindow(b, e loadMark) bench.LoadWindow {
 	return bench.LoadWindow{WindowS: e.at.Sub(b.at).Seconds(), CPUNanos: e.cpu - b.cpu, WaitNanos: waitDelta(b.wait, e.wait),
 		Datagrams: e.datagrams - b.datagrams, Cores: len(r.loadCPUs)}
+}
+
+// markSending marks both sides' reliable endpoints as the load starts or
+// stops sending (-reliable).
+func (r *runner) markSending(m *bench.ReliableMark) error {
+	if !r.o.reliable {
+		return nil
+	}
+	r.load.ReliableMark(m)
+	if r.child == nil {
+		return nil
+	}
+	return r.child.Mark()
 }
 
 func (r *runner) beginServer() error {
@@ -242,6 +266,12 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 	start := time.Now().Add(windowLead)
 	r.load.BeginWindow(rate, start, d)
 	time.Sleep(time.Until(start))
+	// Datagrams per packet count the time the load sends only: the lead
+	// and the drain carry keep-alives.
+	var sb, se bench.ReliableMark
+	if err := r.markSending(&sb); err != nil {
+		return nil, err
+	}
 	var undo func()
 	if during != nil {
 		undo = during()
@@ -251,10 +281,17 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 		undo()
 	}
 	r.load.SetRate(0) // at once if interrupted; else the window has ended
+	if err := r.markSending(&se); err != nil {
+		return nil, err
+	}
 	sendS := min(time.Since(start), d).Seconds()
 	time.Sleep(drainTime)
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
-	w.load = r.loadWindow(lm, r.loadMark())
+	le := r.loadMark()
+	w.load = r.loadWindow(lm, le)
+	if r.o.reliable {
+		w.rel = bench.WindowFigures(&lm.rel, &sb, &se, &le.rel)
+	}
 	if r.o.mode == "game" {
 		w.rate = r.o.tickHz
 		w.target = r.o.tickHz * float64(w.tot.Active)
@@ -348,6 +385,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	res.SetLoad(w.load)
 	res.Saturated = bench.Saturation(res.ServerCPURatio, res.ServerWaitRatio, res.LoadCPURatio, res.LoadWaitRatio, w.tot.SendLag)
 	res.Bare = o.bare
+	res.Reliable, res.ReliableLoad = o.reliable, w.rel
 	res.SampleEvery = r.load.SampleEvery()
 	res.LoadAvg = loadAverage()
 	res.CPUPressure = cpuPressure()
@@ -359,6 +397,9 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		res.Label = fmt.Sprintf("%s %s %dB %dc %d shards", mode, res.ReceiveMode, o.size, o.clients, o.shards)
 		if o.bare {
 			res.Label += " bare"
+		}
+		if o.reliable {
+			res.Label += " reliable"
 		}
 	}
 	return res

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -88,13 +89,22 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 			// until it expires: room for ~35,000 handshakes/s of 30 s tokens.
 			cfg.TokenHistorySize = 1 << 20
 		}
+		if o.reliable {
+			// The C library's defaults, which a client of another
+			// implementation keeps too (-serve).
+			rc := engine.DefaultReliableConfig()
+			cfg.Reliable = &rc
+		}
+		// Room for as many payloads of -size as of 1,200 bytes (a long
+		// reliable packet takes an entry per 1,200 bytes); a game queues a
+		// tick's snapshots at once, and a tick's inputs may wait for the
+		// next poll.
+		cfg.EventQueueSize = bench.QueueSize(engine.DefaultQueueSize, o.size)
 		if o.mode == "game" {
-			// A tick's snapshots are queued at once, and a tick's inputs
-			// may wait for the next poll.
-			cfg.EventQueueSize = bench.GameQueueSize(cfg.MaxClients)
-			if !cfg.Manual {
-				cfg.SendQueueSize = cfg.EventQueueSize
-			}
+			cfg.EventQueueSize = bench.GameQueueSize(cfg.MaxClients, o.size)
+		}
+		if !cfg.Manual {
+			cfg.SendQueueSize = cfg.EventQueueSize
 		}
 		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
 		if err != nil {
@@ -103,7 +113,8 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 		s.addr = srv.LocalAddrs()[0]
 		lock := cfg.Manual && sock.BlockingWait
 		if o.mode == "game" {
-			g, err := bench.NewGameServer(srv, bench.GameConfig{Manual: cfg.Manual, LockOSThread: lock, TickHz: o.tickHz, SnapshotBytes: o.size})
+			g, err := bench.NewGameServer(srv, bench.GameConfig{Manual: cfg.Manual, LockOSThread: lock, TickHz: o.tickHz,
+				SnapshotBytes: o.size, Reliable: cfg.Reliable})
 			if err != nil {
 				srv.Close()
 				return nil, err
@@ -182,7 +193,7 @@ func runServe(o *options) error {
 	}
 	// "netbench echo server addr=" is what scripts wait for (interop labs
 	// among them): keep the message and the first attribute.
-	slog.Info("netbench "+o.mode+" server", "addr", srv.addr, "bare", o.bare, "shards", o.shards, "key", hex.EncodeToString(o.key),
+	slog.Info("netbench "+o.mode+" server", "addr", srv.addr, "bare", o.bare, "reliable", o.reliable, "shards", o.shards, "key", hex.EncodeToString(o.key),
 		"protocol", "0x"+strconv.FormatUint(o.protocolID, 16), "max_clients", o.slots(), "recv", o.recv)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -194,6 +205,17 @@ func runServe(o *options) error {
 		stop = time.After(o.duration)
 	}
 	last, lastAt := srv.app.Counters(), time.Now()
+	// With -reliable, each status line says what the server's endpoints
+	// saw over its interval: whether a client of another implementation
+	// acks the server's packets, and the RTT it leaves them to estimate.
+	var relSrv *engine.Server
+	if e, ok := srv.app.(interface{ Server() *engine.Server }); ok && o.reliable {
+		relSrv = e.Server()
+	}
+	var relLast, relNow bench.ReliableMark
+	if relSrv != nil {
+		relLast.ReadServer(relSrv)
+	}
 	for {
 		select {
 		case <-sig:
@@ -208,11 +230,23 @@ func runServe(o *options) error {
 		case now := <-t.C:
 			c := srv.app.Counters()
 			dt := now.Sub(lastAt).Seconds()
-			slog.Info("netbench "+o.mode+" server", "connected", c.Connected,
-				"in_pps", int(float64(c.PacketsIn-last.PacketsIn)/dt),
-				"out_pps", int(float64(c.PacketsOut-last.PacketsOut)/dt),
-				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped)
+			attrs := []any{"connected", c.Connected,
+				"in_pps", int(float64(c.PacketsIn-last.PacketsIn) / dt),
+				"out_pps", int(float64(c.PacketsOut-last.PacketsOut) / dt),
+				"dropped", c.Dropped, "ticks_skipped", c.TicksSkipped}
+			if relSrv != nil {
+				relNow.ReadServer(relSrv)
+				f := bench.WindowFigures(&relLast, &relLast, &relNow, &relNow)
+				// Datagrams per packet count keep-alives to idle clients too.
+				attrs = append(attrs, "rtt_ms", round3(f.RTTMs), "packets_sent", f.Sent, "acked", round3(f.AckRatio),
+					"datagrams_per_packet", round3(f.DatagramsPerPacket))
+				relLast, relNow = relNow, relLast
+			}
+			slog.Info("netbench "+o.mode+" server", attrs...)
 			last, lastAt = c, now
 		}
 	}
 }
+
+// round3 rounds x to three decimals, for status lines.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
