@@ -132,6 +132,9 @@ type ClientStats struct {
 	// ReliableDrops counts payloads the reliable endpoint refused, by
 	// reason (ClientConfig.Reliable).
 	ReliableDrops [reliable.NumDropReasons]uint64
+	// AcksOverwritten counts acks dropped unread from a full ack list
+	// (ReadAcks).
+	AcksOverwritten uint64
 }
 
 // tokenSequence remembers the next sequence sent with one client-to-server

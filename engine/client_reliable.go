@@ -14,6 +14,12 @@ type clientReliable struct {
 	epoch   time.Time // of the current connection
 	updated time.Time // when the estimates were last recomputed
 	scratch [codec.MaxPayloadBytes]byte
+	// acks holds the acks the endpoint reported until ReadAcks: the
+	// endpoint's own list is drained after every packet, because a full
+	// one stops recording acks (and RTT samples), as in the C library.
+	// The oldest are overwritten when the game does not read them.
+	acks            []uint16
+	ackHead, ackLen int
 }
 
 func (r *clientReliable) init(cfg *reliable.Config) error {
@@ -33,6 +39,7 @@ func (r *clientReliable) init(cfg *reliable.Config) error {
 		return fmt.Errorf("%w: Reliable: %w", ErrClientConfig, err)
 	}
 	r.ep = ep
+	r.acks = make([]uint16, cfg.AckBufferSize)
 	return nil
 }
 
@@ -42,6 +49,7 @@ func (r *clientReliable) restart(now time.Time) {
 		return
 	}
 	r.epoch, r.updated = now, now
+	r.ackHead, r.ackLen = 0, 0
 	_ = r.ep.Restart(nil, 0) // its own pool: cannot fail
 }
 
@@ -90,7 +98,18 @@ func (c *Client) receiveReliable(payload []byte, now time.Time) {
 	if d.Delivered && !c.queue.push(d.Payload, uint64(d.Sequence)) {
 		r.ep.Refuse() // not acked: the server sees it lost
 		c.stats.Drops[ClientDropQueueFull]++
+		return
 	}
+	for _, a := range r.ep.Acks() {
+		if r.ackLen == len(r.acks) {
+			r.ackHead = (r.ackHead + 1) % len(r.acks)
+			r.ackLen--
+			c.stats.AcksOverwritten++
+		}
+		r.acks[(r.ackHead+r.ackLen)%len(r.acks)] = a
+		r.ackLen++
+	}
+	r.ep.ClearAcks()
 }
 
 // updateReliable recomputes the estimates every relUpdateInterval.
@@ -113,15 +132,21 @@ func (c *Client) NextSequence() (uint16, error) {
 }
 
 // ReadAcks appends to dst the sequences of the packets the server has
-// acknowledged since the last ReadAcks and returns it (no allocation when
-// dst has room for ReliableConfig.AckBufferSize). Acks arrive with the
-// server's packets; the endpoint keeps at most AckBufferSize unread ones.
+// acknowledged since the last ReadAcks, oldest first, and returns it (no
+// allocation when dst has room for the config's AckBufferSize). Acks
+// arrive with the server's packets; the client keeps the newest
+// AckBufferSize unread ones (the older are counted in
+// Stats().AcksOverwritten). Not reading them costs nothing else: acks and
+// RTT samples are recorded whether or not the game reads them.
 func (c *Client) ReadAcks(dst []uint16) ([]uint16, error) {
-	if c.rel.ep == nil {
+	r := &c.rel
+	if r.ep == nil {
 		return dst, ErrReliableOff
 	}
-	dst = append(dst, c.rel.ep.Acks()...)
-	c.rel.ep.ClearAcks()
+	for k := range r.ackLen {
+		dst = append(dst, r.acks[(r.ackHead+k)%len(r.acks)])
+	}
+	r.ackHead, r.ackLen = 0, 0
 	return dst, nil
 }
 

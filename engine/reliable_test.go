@@ -512,3 +512,44 @@ func TestReliableMemoryBound(t *testing.T) {
 		t.Fatalf("%d slots with reliable endpoints take %d MiB; want at most 1 GiB", slots, on>>20)
 	}
 }
+
+// A game that never reads its acks loses only the oldest unread ones: the
+// endpoint keeps recording acks and RTT samples (a full endpoint ack list
+// would stop both, as in the C library).
+func TestReliableClientUnreadAcks(t *testing.T) {
+	srv, c, step := relPair(t)
+	payload := make([]byte, 100)
+	const rounds = 600
+	for range rounds {
+		if err := c.SendPacket(payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.SendPacket(0, payload); err != nil {
+			t.Fatal(err)
+		}
+		step()
+		srv.Poll(func(*Event) {})
+		for _, _, ok := c.ReceivePacket(make([]byte, 2000)); ok; _, _, ok = c.ReceivePacket(make([]byte, 2000)) {
+		}
+	}
+	st, err := c.ReliableStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PacketsAcked < rounds-2 {
+		t.Fatalf("%d of %d packets acked while the game read no acks; want all but the last", st.PacketsAcked, rounds)
+	}
+	acks, _ := c.ReadAcks(nil)
+	size := DefaultReliableConfig().AckBufferSize
+	if len(acks) != size || c.Stats().AcksOverwritten != st.PacketsAcked-uint64(size) {
+		t.Fatalf("ReadAcks gave %d, %d overwritten; want the newest %d and %d overwritten", len(acks), c.Stats().AcksOverwritten, size, st.PacketsAcked-uint64(size))
+	}
+	for k := 1; k < len(acks); k++ {
+		if acks[k] != acks[k-1]+1 {
+			t.Fatalf("acks %d and %d: %d then %d; want consecutive, oldest first", k-1, k, acks[k-1], acks[k])
+		}
+	}
+	if more, _ := c.ReadAcks(nil); len(more) != 0 {
+		t.Fatalf("a second ReadAcks gave %d acks", len(more))
+	}
+}
