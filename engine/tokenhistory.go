@@ -28,6 +28,13 @@ type tokenMAC = [codec.MACBytes]byte
 //   - An entry lives until its token expires. A history whose entries all
 //     hold unexpired tokens refuses new tokens rather than evicting one, so
 //     a flood of valid tokens can never make a used one usable again.
+//   - One client id holds at most TokenHistoryPerClientID live entries
+//     (not in the reference): a new token beyond that is refused, so that
+//     filling the history, which locks every new player out, takes
+//     size/TokenHistoryPerClientID accounts rather than a few. The
+//     per-id counts have room for as many ids, no more: a history
+//     holding tokens of that many ids refuses other ids, which takes as
+//     many accounts, and keeps the counts at 6 bytes an entry.
 //
 // Lookups are O(1) through a hash index of entry numbers (macIndex, 4 bytes
 // a bucket; the reference's 8 entries per client slot cost about 500 bytes
@@ -39,8 +46,9 @@ type tokenMAC = [codec.MACBytes]byte
 type tokenHistory struct {
 	entries []historyEntry
 	index   macIndex
-	free    []int32 // stack of free entries
-	cursor  int     // next entry the incremental sweep looks at
+	perID   oaTable[uint64] // client id -> live entries
+	free    []int32         // stack of free entries
+	cursor  int             // next entry the incremental sweep looks at
 	// lastFullSweep is the unix second of the last full sweep (+1, so that
 	// the zero value means never).
 	lastFullSweep uint64
@@ -61,10 +69,11 @@ type historyEntry struct {
 	mac tokenMAC
 	// ip and port are the address that first presented the token (IPv4 as
 	// IPv4-mapped IPv6: 48 bytes an entry instead of 64).
-	ip     [16]byte
-	expire uint64 // the token's expire timestamp, unix seconds
-	port   uint16
-	state  historyState
+	ip       [16]byte
+	expire   uint64 // the token's expire timestamp, unix seconds
+	clientID uint64
+	port     uint16
+	state    historyState
 }
 
 func (e *historyEntry) from(a netip.AddrPort) bool {
@@ -87,11 +96,15 @@ const (
 	historyConsumed
 	// historyFull: every entry holds an unexpired token.
 	historyFull
+	// historyClientFull: the token's client id holds
+	// TokenHistoryPerClientID live entries.
+	historyClientFull
 )
 
 func (h *tokenHistory) init(size int) {
 	h.entries = make([]historyEntry, size)
 	h.index.init(size)
+	h.perID.init(max(size/TokenHistoryPerClientID, min(size, 64)), newIDHash())
 	h.free = make([]int32, size)
 	for i := range h.free {
 		h.free[i] = int32(size - 1 - i)
@@ -102,10 +115,10 @@ func (h *tokenHistory) init(size int) {
 	h.consumed.Store(0)
 }
 
-// present looks up a token presented from addr at now (unix seconds) and,
-// if it is new, makes it pending for addr. It returns the entry's index for
-// historyNew and historyRetry.
-func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, expire, now uint64) (int32, historyResult) {
+// present looks up a token of client id presented from addr at now (unix
+// seconds) and, if it is new, makes it pending for addr. It returns the
+// entry's index for historyNew and historyRetry.
+func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, now uint64) (int32, historyResult) {
 	if i, ok := h.index.get(h.entries, mac); ok {
 		e := &h.entries[i]
 		switch {
@@ -121,17 +134,24 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, expire, now ui
 			return i, historyRetry
 		}
 	}
-	if len(h.free) == 0 && now+1 != h.lastFullSweep {
+	n, _ := h.perID.get(id)
+	full := func() bool { return len(h.free) == 0 || (n == 0 && h.perID.len() == h.perID.limit) }
+	if (full() || n >= TokenHistoryPerClientID) && now+1 != h.lastFullSweep {
 		h.lastFullSweep = now + 1
 		h.sweep(now, len(h.entries))
+		n, _ = h.perID.get(id)
 	}
-	if len(h.free) == 0 {
+	if full() {
 		return -1, historyFull
+	}
+	if n >= TokenHistoryPerClientID {
+		return -1, historyClientFull
 	}
 	i := h.free[len(h.free)-1]
 	h.free = h.free[:len(h.free)-1]
-	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire, state: entryPending}
+	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire, clientID: id, state: entryPending}
 	h.index.put(h.entries, i)
+	h.perID.put(id, n+1) // room: checked above
 	h.pending.Add(1)
 	return i, historyNew
 }
@@ -179,6 +199,11 @@ func (h *tokenHistory) release(i int32) {
 		return
 	}
 	h.index.del(h.entries, i)
+	if n, _ := h.perID.get(e.clientID); n > 1 {
+		h.perID.put(e.clientID, n-1)
+	} else {
+		h.perID.del(e.clientID)
+	}
 	*e = historyEntry{}
 	h.free = append(h.free, i) // within capacity: never grows
 }
