@@ -31,6 +31,8 @@ type serveOptions struct {
 	rate                       float64
 	burst                      int
 	tlsCert, tlsKey            string
+	devDirect                  bool
+	maxConns                   int
 }
 
 // selectorList is a repeatable -agones-selector flag: k=v[,k=v...].
@@ -74,6 +76,8 @@ func serveFlags(e *env) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&o.burst, "burst", backend.DefaultRateBurst, "tokens a client id may get at once")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM); tokens hold the client's session keys in the clear, so serve plain HTTP only behind a TLS proxy or on loopback")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the -tls-cert's key file (PEM)")
+	fs.BoolVar(&o.devDirect, "dev-direct", false, "with -auth dev: no proxy relays to the listener, so ignore forwarding headers instead of refusing requests that carry one")
+	fs.IntVar(&o.maxConns, "max-conns", backend.DefaultMaxConns, "connections served at once, 1 to 1048576; more wait to be accepted")
 	return fs, o
 }
 
@@ -99,17 +103,15 @@ func runServe(e *env, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/token", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      backend.DefaultDirectoryTimeout + 10*time.Second, // the handler bounds its directory call
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", o.listen)
+	raw, err := net.Listen("tcp", o.listen)
 	if err != nil {
+		return err
+	}
+	srv, ln, err := backend.NewHTTPServer(mux, raw, backend.HTTPLimits{MaxConns: o.maxConns},
+		backend.DefaultDirectoryTimeout+10*time.Second, // the handler bounds its directory call
+		slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
+	if err != nil {
+		raw.Close()
 		return err
 	}
 	if o.tlsCert == "" && !isLoopback(o.listen) {
@@ -164,6 +166,12 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return cfg, usagef("-tls-cert and -tls-key go together")
 	}
+	if o.maxConns < 1 || o.maxConns > 1<<20 {
+		return cfg, usagef("-max-conns %d: allowed 1 to %d", o.maxConns, 1<<20)
+	}
+	if o.devDirect && o.auth != "dev" {
+		return cfg, usagef("-dev-direct goes with -auth dev")
+	}
 	switch o.auth {
 	case "dev":
 		if !isLoopback(o.listen) {
@@ -173,6 +181,9 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 			return cfg, usagef("-secrets-file goes with -auth bearer")
 		}
 		cfg.Authenticate = backend.LoopbackOnly
+		if o.devDirect {
+			cfg.Authenticate = backend.LoopbackOnlyDirect
+		}
 	case "bearer":
 		if o.secretsFile == "" {
 			return cfg, usagef("-auth bearer needs -secrets-file (lines of CLIENT_ID SECRET)")
