@@ -31,23 +31,23 @@ type tokenMAC = [codec.MACBytes]byte
 //   - One client id holds at most TokenHistoryPerClientID live entries
 //     (not in the reference): a new token beyond that is refused, so that
 //     filling the history, which locks every new player out, takes
-//     size/TokenHistoryPerClientID accounts rather than a few. The
-//     per-id counts have room for as many ids, no more: a history
-//     holding tokens of that many ids refuses other ids, which takes as
-//     many accounts, and keeps the counts at 6 bytes an entry.
+//     size/TokenHistoryPerClientID accounts rather than a few. An id's
+//     entries are chained (nextOfID) from an index of chain heads, so
+//     counting one costs a walk of at most that many entries and the
+//     bookkeeping 12 bytes an entry.
 //
-// Lookups are O(1) through a hash index of entry numbers (macIndex, 4 bytes
-// a bucket; the reference's 8 entries per client slot cost about 500 bytes
-// a slot in all). Expired entries are reclaimed by
+// Lookups are O(1) through hash indexes of entry numbers (entryIndex, 4
+// bytes a bucket; the reference's 8 entries per client slot cost about 600
+// bytes a slot in all). Expired entries are reclaimed by
 // an incremental sweep (sweep, a bounded share per timer scan) and, when a
 // new token finds no free entry, by a full sweep at most once per second of
 // token time (expiry has one-second resolution, so a second sweep within
 // the same second could not find more).
 type tokenHistory struct {
 	entries []historyEntry
-	index   macIndex
-	perID   oaTable[uint64] // client id -> live entries
-	free    []int32         // stack of free entries
+	byMAC   entryIndex[tokenMAC]
+	byID    entryIndex[uint64] // the head of each client id's chain
+	free    []int32            // stack of free entries
 	cursor  int             // next entry the incremental sweep looks at
 	// lastFullSweep is the unix second of the last full sweep (+1, so that
 	// the zero value means never).
@@ -72,6 +72,7 @@ type historyEntry struct {
 	ip       [16]byte
 	expire   uint64 // the token's expire timestamp, unix seconds
 	clientID uint64
+	nextOfID int32 // the next entry of the client id, or -1
 	port     uint16
 	state    historyState
 }
@@ -103,8 +104,9 @@ const (
 
 func (h *tokenHistory) init(size int) {
 	h.entries = make([]historyEntry, size)
-	h.index.init(size)
-	h.perID.init(max(size/TokenHistoryPerClientID, min(size, 64)), newIDHash())
+	h.byMAC.init(size, func(e *historyEntry) tokenMAC { return e.mac },
+		func(seed maphash.Seed, mac tokenMAC) uint64 { return maphash.Bytes(seed, mac[:]) })
+	h.byID.init(size, func(e *historyEntry) uint64 { return e.clientID }, maphash.Comparable[uint64])
 	h.free = make([]int32, size)
 	for i := range h.free {
 		h.free[i] = int32(size - 1 - i)
@@ -119,7 +121,7 @@ func (h *tokenHistory) init(size int) {
 // seconds) and, if it is new, makes it pending for addr. It returns the
 // entry's index for historyNew and historyRetry.
 func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, now uint64) (int32, historyResult) {
-	if i, ok := h.index.get(h.entries, mac); ok {
+	if i, ok := h.byMAC.get(h.entries, mac); ok {
 		e := &h.entries[i]
 		switch {
 		case e.expire <= now:
@@ -134,14 +136,12 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, no
 			return i, historyRetry
 		}
 	}
-	n, _ := h.perID.get(id)
-	full := func() bool { return len(h.free) == 0 || (n == 0 && h.perID.len() == h.perID.limit) }
-	if (full() || n >= TokenHistoryPerClientID) && now+1 != h.lastFullSweep {
+	n := h.countID(id, now)
+	if len(h.free) == 0 && now+1 != h.lastFullSweep {
 		h.lastFullSweep = now + 1
 		h.sweep(now, len(h.entries))
-		n, _ = h.perID.get(id)
 	}
-	if full() {
+	if len(h.free) == 0 {
 		return -1, historyFull
 	}
 	if n >= TokenHistoryPerClientID {
@@ -149,11 +149,35 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, no
 	}
 	i := h.free[len(h.free)-1]
 	h.free = h.free[:len(h.free)-1]
-	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire, clientID: id, state: entryPending}
-	h.index.put(h.entries, i)
-	h.perID.put(id, n+1) // room: checked above
+	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire,
+		clientID: id, nextOfID: -1, state: entryPending}
+	h.byMAC.put(h.entries, i)
+	if head, ok := h.byID.get(h.entries, id); ok {
+		h.entries[i].nextOfID = head
+		h.byID.replace(h.entries, head, i)
+	} else {
+		h.byID.put(h.entries, i)
+	}
 	h.pending.Add(1)
 	return i, historyNew
+}
+
+// countID frees the expired entries of client id and returns how many it
+// holds. Its chain is at most TokenHistoryPerClientID long: present adds
+// to it only below that.
+func (h *tokenHistory) countID(id, now uint64) int {
+	n := 0
+	i, ok := h.byID.get(h.entries, id)
+	for ok && i >= 0 {
+		next := h.entries[i].nextOfID
+		if h.entries[i].expire <= now {
+			h.release(i)
+		} else {
+			n++
+		}
+		i = next
+	}
+	return n
 }
 
 // consume marks entry i, pending for mac, as consumed at now. It reports
@@ -198,12 +222,8 @@ func (h *tokenHistory) release(i int32) {
 	default:
 		return
 	}
-	h.index.del(h.entries, i)
-	if n, _ := h.perID.get(e.clientID); n > 1 {
-		h.perID.put(e.clientID, n-1)
-	} else {
-		h.perID.del(e.clientID)
-	}
+	h.byMAC.del(h.entries, i)
+	h.unlinkID(i)
 	*e = historyEntry{}
 	h.free = append(h.free, i) // within capacity: never grows
 }
@@ -211,70 +231,20 @@ func (h *tokenHistory) release(i int32) {
 // size returns the number of entries.
 func (h *tokenHistory) size() int { return len(h.entries) }
 
-// macIndex finds a history entry by its token's MAC: open addressing with
-// linear probing over entry numbers (+1, so 0 is empty), at a load factor of
-// at most 1/2, deleting by backward shift (no tombstones). Keys are read
-// from the entries themselves, which keeps a bucket at 4 bytes. The hash is
-// seeded per index.
-type macIndex struct {
-	buckets []int32
-	mask    uint64
-	seed    maphash.Seed
-}
-
-func (x *macIndex) init(entries int) {
-	size := 8
-	for size < 2*entries {
-		size <<= 1
-	}
-	x.buckets = make([]int32, size)
-	x.mask = uint64(size - 1)
-	x.seed = maphash.MakeSeed()
-}
-
-func (x *macIndex) home(mac *tokenMAC) uint64 {
-	return maphash.Bytes(x.seed, mac[:]) & x.mask
-}
-
-// get returns the entry holding mac.
-func (x *macIndex) get(entries []historyEntry, mac tokenMAC) (int32, bool) {
-	for b := x.home(&mac); ; b = (b + 1) & x.mask {
-		v := x.buckets[b]
-		if v == 0 {
-			return 0, false
+// unlinkID takes entry i out of its client id's chain.
+func (h *tokenHistory) unlinkID(i int32) {
+	e := &h.entries[i]
+	head, _ := h.byID.get(h.entries, e.clientID) // i is in the chain
+	switch {
+	case head == i && e.nextOfID >= 0:
+		h.byID.replace(h.entries, i, e.nextOfID)
+	case head == i:
+		h.byID.del(h.entries, i)
+	default:
+		p := head
+		for h.entries[p].nextOfID != i {
+			p = h.entries[p].nextOfID
 		}
-		if entries[v-1].mac == mac {
-			return v - 1, true
-		}
+		h.entries[p].nextOfID = e.nextOfID
 	}
-}
-
-// put indexes entry i, whose MAC is not indexed yet. The index has room:
-// it holds at most len(entries) keys in twice as many buckets.
-func (x *macIndex) put(entries []historyEntry, i int32) {
-	b := x.home(&entries[i].mac)
-	for x.buckets[b] != 0 {
-		b = (b + 1) & x.mask
-	}
-	x.buckets[b] = i + 1
-}
-
-// del removes entry i, which is indexed. The entries after it in its probe
-// run move back so that each stays reachable from its home bucket.
-func (x *macIndex) del(entries []historyEntry, i int32) {
-	b := x.home(&entries[i].mac)
-	for x.buckets[b] != i+1 {
-		b = (b + 1) & x.mask
-	}
-	hole := b
-	for j := (hole + 1) & x.mask; x.buckets[j] != 0; j = (j + 1) & x.mask {
-		// The entry at j may move to the hole only if the hole lies on its
-		// probe path, between its home bucket and j.
-		home := x.home(&entries[x.buckets[j]-1].mac)
-		if (j-home)&x.mask >= (j-hole)&x.mask {
-			x.buckets[hole] = x.buckets[j]
-			hole = j
-		}
-	}
-	x.buckets[hole] = 0
 }

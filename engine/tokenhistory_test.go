@@ -106,7 +106,9 @@ func FuzzTokenHistory(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 0, 2, 2, 0, 3, 3, 3, 3, 3, 0, 1, 1})
 	f.Add(bytes.Repeat([]byte{0, 5, 1, 1, 5, 2, 3, 4}, 20))
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		const size = 4
+		// Tokens of two client ids: one id can reach its cap (4) before
+		// the history (6) is full.
+		const size = 6
 		type model struct {
 			addr     uint8
 			expire   uint64
@@ -133,9 +135,16 @@ func FuzzTokenHistory(f *testing.F) {
 				if e, ok := live[mac]; ok {
 					expire = e.expire // a token's expiry is fixed
 				}
-				i, got := h.present(mac, addrOf(arg/8), uint64(mac[0]), expire, now)
+				id := uint64(mac[0] % 2)
+				i, got := h.present(mac, addrOf(arg/8), id, expire, now)
 				var want historyResult
 				e, ok := live[mac]
+				ofID := 0
+				for m := range live {
+					if uint64(m[0]%2) == id {
+						ofID++
+					}
+				}
 				switch {
 				case ok && e.consumed:
 					want = historyConsumed
@@ -145,6 +154,8 @@ func FuzzTokenHistory(f *testing.F) {
 					want = historyRetry
 				case len(live) == size:
 					want = historyFull
+				case ofID >= TokenHistoryPerClientID:
+					want = historyClientFull
 				default:
 					want = historyNew
 					live[mac] = &model{addr: (arg / 8) % 3, expire: expire, entry: i}

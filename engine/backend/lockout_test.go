@@ -249,3 +249,15 @@ func TestLockoutAccounts(t *testing.T) {
 		t.Logf("RESULT %d slots: %d accounts keep every new player out", slots, accountsToLockOut(t, slots))
 	}
 }
+
+// TestLockoutNeedsManyAccounts: 128 accounts, which kept every new player
+// out of a 16-slot server 25 times over before the history's minimum
+// size, per-id cap and the token service's rate, no longer do.
+func TestLockoutNeedsManyAccounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of simulation")
+	}
+	if lockedOut(t, 16, 128) {
+		t.Fatal("128 accounts keep every new player out of a 16-slot server")
+	}
+}
