@@ -17,15 +17,15 @@ const (
 	// from this client for its whole life: fetch a fresh token at once.
 	ConnectionRequestUnanswered ClientState = -7
 	ConnectTokenExpired         ClientState = -6
-	InvalidConnectToken        ClientState = -5
-	ConnectionTimedOut         ClientState = -4
-	ConnectionResponseTimedOut ClientState = -3
-	ConnectionRequestTimedOut  ClientState = -2
-	ConnectionDenied           ClientState = -1
-	Disconnected               ClientState = 0
-	SendingConnectionRequest   ClientState = 1
-	SendingConnectionResponse  ClientState = 2
-	Connected                  ClientState = 3
+	InvalidConnectToken         ClientState = -5
+	ConnectionTimedOut          ClientState = -4
+	ConnectionResponseTimedOut  ClientState = -3
+	ConnectionRequestTimedOut   ClientState = -2
+	ConnectionDenied            ClientState = -1
+	Disconnected                ClientState = 0
+	SendingConnectionRequest    ClientState = 1
+	SendingConnectionResponse   ClientState = 2
+	Connected                   ClientState = 3
 )
 
 var clientStateNames = [...]string{

@@ -48,7 +48,7 @@ type tokenHistory struct {
 	byMAC   entryIndex[tokenMAC]
 	byID    entryIndex[uint64] // the head of each client id's chain
 	free    []int32            // stack of free entries
-	cursor  int             // next entry the incremental sweep looks at
+	cursor  int                // next entry the incremental sweep looks at
 	// lastFullSweep is the unix second of the last full sweep (+1, so that
 	// the zero value means never).
 	lastFullSweep uint64
