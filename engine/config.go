@@ -38,15 +38,20 @@ const (
 	// MinTokenHistorySize is the smallest connect-token history, whatever
 	// the slot count (the reference's 8 × 256): filling it, which locks
 	// every new player out, takes MinTokenHistorySize /
-	// TokenHistoryPerClientID = 512 accounts.
+	// PendingTokensPerClientID = 512 accounts.
 	MinTokenHistorySize = 2048
-	// TokenHistoryPerClientID is the most connect-token history entries
-	// (tokens presented and not yet expired, used or not) one client id
-	// holds; a new token beyond them is ignored
-	// (ServerDropTokenClientLimit). A client needs one a connection, so
-	// only one reconnecting more than this often within a token lifetime
-	// meets it.
-	TokenHistoryPerClientID = 4
+	// PendingTokensPerClientID is the most pending connect-token history
+	// entries (tokens presented whose handshake has not finished, and
+	// that have not expired) one client id holds; a new token beyond them
+	// is ignored (ServerDropTokenClientLimit). A client has one pending at
+	// a time unless its handshakes fail.
+	PendingTokensPerClientID = 4
+	// TokenHistoryPerClientID is the most connect-token history entries,
+	// pending or consumed, one client id holds: a player who connects more
+	// than this often within a token lifetime (30 s) is refused until its
+	// oldest token expires. It bounds what an account that finishes its
+	// handshakes (it needs free slots) can take of the history.
+	TokenHistoryPerClientID = 16
 
 	maxShards             = 256
 	maxQueueSize          = 1 << 20

@@ -64,8 +64,9 @@ const (
 	// timeout) and ServerConfig.AllowNoTimeoutTokens is off.
 	ServerDropTokenNoTimeout
 	// ServerDropTokenClientLimit: the token is new and its client id
-	// already holds TokenHistoryPerClientID entries of the connect-token
-	// history.
+	// already holds PendingTokensPerClientID pending, or
+	// TokenHistoryPerClientID in all, of the connect-token history's
+	// entries.
 	ServerDropTokenClientLimit
 
 	// NumServerDropReasons sizes per-reason counter arrays.

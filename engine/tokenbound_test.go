@@ -148,33 +148,52 @@ func TestTokenRuleStartSecond(t *testing.T) {
 }
 
 // TestTokenRulePerClientIDCap: one client id holds at most
-// TokenHistoryPerClientID live history entries, pending or consumed; its
-// next token is refused until one of them expires, and other ids are not
-// affected.
+// PendingTokensPerClientID pending history entries, and
+// TokenHistoryPerClientID in all; its next token is refused until one of
+// them expires, and other ids are not affected.
 func TestTokenRulePerClientIDCap(t *testing.T) {
-	h := newSrvHarness(t, ServerConfig{MaxClients: 2})
 	addr := func(k int) string { return fmt.Sprintf("192.0.2.%d:5000", 1+k) }
-	first := h.peer(addr(0), 7, nil)
-	first.connect()
-	first.send(first.disconnect())
-	for k := 1; k < TokenHistoryPerClientID; k++ {
-		h.peer(addr(k), 7, nil).challenged()
-	}
-	h.step(time.Second)
-	extra := h.peer(addr(TokenHistoryPerClientID), 7, nil)
-	extra.send(extra.request())
-	extra.expectNothing("a token over the client id's share")
-	if got := h.drops(ServerDropTokenClientLimit); got != 1 {
-		t.Fatalf("ServerDropTokenClientLimit = %d, want 1", got)
-	}
-	h.peer(addr(TokenHistoryPerClientID+1), 8, nil).challenged() // another id
-	h.step(29 * time.Second)                                     // the first four expire
-	extra.challenged()
+	t.Run("pending", func(t *testing.T) {
+		h := newSrvHarness(t, ServerConfig{MaxClients: 2})
+		first := h.peer(addr(0), 7, nil)
+		first.connect() // consumed: not pending
+		first.send(first.disconnect())
+		for k := 1; k <= PendingTokensPerClientID; k++ {
+			h.peer(addr(k), 7, nil).challenged()
+		}
+		h.step(time.Second)
+		extra := h.peer(addr(PendingTokensPerClientID+1), 7, nil)
+		extra.send(extra.request())
+		extra.expectNothing("a token over the client id's pending share")
+		if got := h.drops(ServerDropTokenClientLimit); got != 1 {
+			t.Fatalf("ServerDropTokenClientLimit = %d, want 1", got)
+		}
+		h.peer(addr(PendingTokensPerClientID+2), 8, nil).challenged() // another id
+		h.step(29 * time.Second)                                      // the first ones expire
+		extra.challenged()
+	})
+	t.Run("all", func(t *testing.T) {
+		h := newSrvHarness(t, ServerConfig{MaxClients: 2})
+		for range TokenHistoryPerClientID {
+			p := h.peer(addr(0), 7, nil)
+			p.connect()
+			p.send(p.disconnect())
+		}
+		h.step(time.Second)
+		extra := h.peer(addr(0), 7, nil)
+		extra.send(extra.request())
+		extra.expectNothing("a token over the client id's share")
+		if got := h.drops(ServerDropTokenClientLimit); got != 1 {
+			t.Fatalf("ServerDropTokenClientLimit = %d, want 1", got)
+		}
+		h.step(29 * time.Second) // the first sessions' tokens expire
+		extra.challenged()
+	})
 }
 
 // TestTokenRuleMinHistorySize: a small server still remembers
 // MinTokenHistorySize tokens (of MinTokenHistorySize /
-// TokenHistoryPerClientID ids), and the setting refuses less.
+// PendingTokensPerClientID ids), and the setting refuses less.
 func TestTokenRuleMinHistorySize(t *testing.T) {
 	h := newSrvHarness(t, ServerConfig{MaxClients: 1})
 	if got := h.s.Stats().TokenHistorySize; got != MinTokenHistorySize {
@@ -184,7 +203,7 @@ func TestTokenRuleMinHistorySize(t *testing.T) {
 	// last one is still taken.
 	var id uint64
 	for i := range MinTokenHistorySize - 1 {
-		if i%TokenHistoryPerClientID == 0 {
+		if i%PendingTokensPerClientID == 0 {
 			id++
 		}
 		h.deliverRequestFor(id, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 5000))

@@ -28,13 +28,15 @@ type tokenMAC = [codec.MACBytes]byte
 //   - An entry lives until its token expires. A history whose entries all
 //     hold unexpired tokens refuses new tokens rather than evicting one, so
 //     a flood of valid tokens can never make a used one usable again.
-//   - One client id holds at most TokenHistoryPerClientID live entries
-//     (not in the reference): a new token beyond that is refused, so that
-//     filling the history, which locks every new player out, takes
-//     size/TokenHistoryPerClientID accounts rather than a few. An id's
-//     entries are chained (nextOfID) from an index of chain heads, so
-//     counting one costs a walk of at most that many entries and the
-//     bookkeeping 12 bytes an entry.
+//   - One client id holds at most PendingTokensPerClientID pending and
+//     TokenHistoryPerClientID live entries in all (not in the
+//     reference): a new token beyond either is refused, so that filling
+//     the history with tokens that never finish a handshake, which locks
+//     every new player out, takes size/PendingTokensPerClientID accounts
+//     rather than a few. An id's entries are chained (nextOfID) from an
+//     index of chain heads, so counting them costs a walk of at most
+//     TokenHistoryPerClientID entries and the bookkeeping 12 bytes an
+//     entry.
 //
 // Lookups are O(1) through hash indexes of entry numbers (entryIndex, 4
 // bytes a bucket; the reference's 8 entries per client slot cost about 600
@@ -98,7 +100,8 @@ const (
 	// historyFull: every entry holds an unexpired token.
 	historyFull
 	// historyClientFull: the token's client id holds
-	// TokenHistoryPerClientID live entries.
+	// PendingTokensPerClientID pending or TokenHistoryPerClientID live
+	// entries.
 	historyClientFull
 )
 
@@ -136,7 +139,7 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, no
 			return i, historyRetry
 		}
 	}
-	n := h.countID(id, now)
+	pending, n := h.countID(id, now)
 	if len(h.free) == 0 && now+1 != h.lastFullSweep {
 		h.lastFullSweep = now + 1
 		h.sweep(now, len(h.entries))
@@ -144,7 +147,7 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, no
 	if len(h.free) == 0 {
 		return -1, historyFull
 	}
-	if n >= TokenHistoryPerClientID {
+	if pending >= PendingTokensPerClientID || n >= TokenHistoryPerClientID {
 		return -1, historyClientFull
 	}
 	i := h.free[len(h.free)-1]
@@ -163,21 +166,25 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, no
 }
 
 // countID frees the expired entries of client id and returns how many it
-// holds. Its chain is at most TokenHistoryPerClientID long: present adds
-// to it only below that.
-func (h *tokenHistory) countID(id, now uint64) int {
-	n := 0
+// holds pending and in all. Its chain is at most TokenHistoryPerClientID
+// long: present adds to it only below that.
+func (h *tokenHistory) countID(id, now uint64) (pending, all int) {
 	i, ok := h.byID.get(h.entries, id)
 	for ok && i >= 0 {
-		next := h.entries[i].nextOfID
-		if h.entries[i].expire <= now {
+		e := &h.entries[i]
+		next := e.nextOfID
+		switch {
+		case e.expire <= now:
 			h.release(i)
-		} else {
-			n++
+		case e.state == entryPending:
+			pending++
+			all++
+		default:
+			all++
 		}
 		i = next
 	}
-	return n
+	return pending, all
 }
 
 // consume marks entry i, pending for mac, as consumed at now. It reports

@@ -76,7 +76,7 @@ func TestTokenHistoryIndex(t *testing.T) {
 	macs := make([]tokenMAC, n)
 	for i := range macs {
 		macs[i] = tokenMAC{byte(i), byte(i >> 8), 7}
-		if _, r := h.present(macs[i], addr, uint64(i/TokenHistoryPerClientID), uint64(10+i%37), 1); r != historyNew {
+		if _, r := h.present(macs[i], addr, uint64(i/PendingTokensPerClientID), uint64(10+i%37), 1); r != historyNew {
 			t.Fatalf("token %d: %v", i, r)
 		}
 	}
@@ -84,7 +84,7 @@ func TestTokenHistoryIndex(t *testing.T) {
 	for now := uint64(10); now <= 47; now++ {
 		h.sweep(now, n)
 		for i, m := range macs {
-			_, r := h.present(m, addr, uint64(i/TokenHistoryPerClientID), uint64(10+i%37), now)
+			_, r := h.present(m, addr, uint64(i/PendingTokensPerClientID), uint64(10+i%37), now)
 			live := uint64(10+i%37) > now
 			if live && r != historyRetry {
 				t.Fatalf("now %d: live token %d: %v", now, i, r)
@@ -140,9 +140,9 @@ func FuzzTokenHistory(f *testing.F) {
 				var want historyResult
 				e, ok := live[mac]
 				ofID := 0
-				for m := range live {
-					if uint64(m[0]%2) == id {
-						ofID++
+				for m, e := range live {
+					if uint64(m[0]%2) == id && !e.consumed {
+						ofID++ // pending: the cap that six entries can reach
 					}
 				}
 				switch {
@@ -154,7 +154,7 @@ func FuzzTokenHistory(f *testing.F) {
 					want = historyRetry
 				case len(live) == size:
 					want = historyFull
-				case ofID >= TokenHistoryPerClientID:
+				case ofID >= PendingTokensPerClientID:
 					want = historyClientFull
 				default:
 					want = historyNew

@@ -12,9 +12,10 @@ import (
 const (
 	// DefaultRatePerSecond is the sustained tokens per second per client:
 	// one every 10 s, 3 per 30-second token lifetime. With a burst of 4
-	// and a server's cap of engine.TokenHistoryPerClientID entries per
-	// client id, an account holds at most 4 entries of a server's history
-	// at any time and 3 in the long run, so filling the smallest history
+	// and a server's cap of engine.PendingTokensPerClientID pending
+	// entries per client id, an account holds at most 4 entries of a
+	// server's history at any time and 3 in the long run (finished
+	// handshakes or not), so filling the smallest history
 	// (engine.MinTokenHistorySize), which locks every new player out,
 	// takes hundreds of accounts (the README's figures). A player needs
 	// one token per connection attempt.
