@@ -51,7 +51,7 @@ func newMemGame(t *testing.T, n int) *memGame {
 			t.Fatal(err)
 		}
 		token, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: testProtocolID, PrivateKey: key,
-			ClientID: uint64(i + 1), PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 10, Now: now})
+			ClientID: uint64(i + 1), PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 10, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -282,6 +282,7 @@ type loadClient struct {
 	interval  time.Duration // between payloads; 0: paused
 	next, end time.Time     // next payload; window end (zero: open)
 	began     time.Time     // of the handshake in progress
+	sessions  uint64        // handshakes begun
 }
 
 // Load is a set of real netcode clients driving a server. With shared
@@ -467,7 +468,7 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 func (l *Load) newClient(i int) (*loadClient, error) {
 	// Check the token parameters now, so that a bad one fails NewLoad.
 	if !l.cfg.Bare {
-		if _, err := l.mint(i, time.Now()); err != nil {
+		if _, err := l.mint(i, 0, time.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -851,12 +852,19 @@ func (l *Load) run(c *loadClient) {
 	}
 }
 
-// mint makes client i's connect token for a handshake beginning at now.
-func (l *Load) mint(i int, now time.Time) ([]byte, error) {
+// mint makes client i's connect token for its session-th handshake,
+// beginning at now. Under LoadHandshake each handshake is a player of its
+// own (the session in the id's high bits): a server keeps at most
+// engine.TokenHistoryPerClientID unexpired tokens per client id.
+func (l *Load) mint(i int, session uint64, now time.Time) ([]byte, error) {
+	id := l.cfg.ClientIDBase + uint64(i)
+	if l.cfg.Mode == LoadHandshake {
+		id += session << 40
+	}
 	token, err := engine.GenerateConnectToken(engine.TokenParams{
 		ProtocolID:      l.cfg.ProtocolID,
 		PrivateKey:      l.cfg.PrivateKey,
-		ClientID:        l.cfg.ClientIDBase + uint64(i),
+		ClientID:        id,
 		PublicAddresses: []netip.AddrPort{l.cfg.Server},
 		ExpireSeconds:   l.cfg.ExpireSeconds,
 		TimeoutSeconds:  l.cfg.TimeoutSeconds,
@@ -874,7 +882,7 @@ func (l *Load) begin(c *loadClient, now time.Time) bool {
 	var token []byte
 	if !l.cfg.Bare {
 		var err error
-		if token, err = l.mint(c.idx, now); err != nil {
+		if token, err = l.mint(c.idx, c.sessions, now); err != nil {
 			l.log.Warn("bench: connect", "client", c.idx, "err", err)
 			return false
 		}
@@ -883,6 +891,7 @@ func (l *Load) begin(c *loadClient, now time.Time) bool {
 		l.log.Warn("bench: connect", "client", c.idx, "err", err)
 		return false
 	}
+	c.sessions++
 	c.running = true
 	// A new session's packet sequences start again from 0.
 	c.track = SeqTracker{Received: c.track.Received}

@@ -39,11 +39,11 @@ func (a *admission) idConnected(id uint64) bool {
 	return ok
 }
 
-// presentToken looks the token up in the history and makes it pending for
-// from if it is new (tokenHistory.present).
-func (a *admission) presentToken(mac tokenMAC, from netip.AddrPort, expire, now uint64) (int32, historyResult) {
+// presentToken looks the token of client id up in the history and makes it
+// pending for from if it is new (tokenHistory.present).
+func (a *admission) presentToken(mac tokenMAC, from netip.AddrPort, id, expire, now uint64) (int32, historyResult) {
 	a.mu.Lock()
-	i, r := a.history.present(mac, from, expire, now)
+	i, r := a.history.present(mac, from, id, expire, now)
 	a.mu.Unlock()
 	return i, r
 }

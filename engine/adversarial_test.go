@@ -454,10 +454,13 @@ func advRestart(h *srvHarness, cfg ServerConfig, extra ...batchio.Conn) *Server 
 	for _, c := range h.conns {
 		conns = append(conns, c)
 	}
+	now := h.now
+	h.now = now.Add(-srvStartGrace) // tokens minted at now are admitted
 	s, err := NewServer(cfg, append(conns, extra...)...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.now = now
 	h.s = s
 	return s
 }

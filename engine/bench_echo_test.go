@@ -258,7 +258,7 @@ func benchServerEcho(b *testing.B, sock batchio.Config, manual bool, size int, r
 	}
 	defer srv.Close()
 	token, err := GenerateConnectToken(TokenParams{ProtocolID: 0xbe, PrivateKey: testPrivateKey, ClientID: 1,
-		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 300, TimeoutSeconds: 60})
+		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 60})
 	if err != nil {
 		b.Fatal(err)
 	}

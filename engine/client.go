@@ -58,7 +58,22 @@ type ClientConfig struct {
 	// server received. The receive queue holds long packets in several
 	// entries of 1200 bytes.
 	Reliable *reliable.Config
+	// NoChallengeTimeout is how long a server may leave the client's
+	// connection requests without a challenge (or a denial) before the
+	// client gives it up: it tries the token's next server, and after the
+	// last it moves to ConnectionRequestUnanswered, so the game can fetch
+	// a fresh token at once instead of waiting out the token's timeout. A
+	// server answers within a round trip unless it refuses the token
+	// silently: one copied by an on-path observer and presented first
+	// from another address is refused from this client's address for its
+	// whole life. Default DefaultNoChallengeTimeout (1 s, 10 requests);
+	// allowed 100 ms to 1 min, or -1 to wait for the token's timeout as
+	// the standard does.
+	NoChallengeTimeout time.Duration
 }
+
+// DefaultNoChallengeTimeout is ClientConfig.NoChallengeTimeout's default.
+const DefaultNoChallengeTimeout = time.Second
 
 // Errors returned by the client. Wrapped errors add what was wrong.
 var (
@@ -173,6 +188,7 @@ type Client struct {
 	seqSlot      int           // index into seqs of this session's key, -1 if none
 
 	// Attempt: one server address.
+	attemptStart   time.Time
 	serverIndex    int
 	serverAddr     netip.AddrPort
 	serverConn     int
@@ -208,6 +224,13 @@ func NewClient(cfg ClientConfig, conns ...batchio.Conn) (*Client, error) {
 	if n := cfg.ReceiveQueueSize; n < 1 || n > maxClientReceiveQueue || bits.OnesCount(uint(n)) != 1 {
 		return nil, fmt.Errorf("%w: ReceiveQueueSize is %d; want a power of two from 1 to %d, or 0 for %d",
 			ErrClientConfig, n, maxClientReceiveQueue, DefaultReceiveQueueSize)
+	}
+	if cfg.NoChallengeTimeout == 0 {
+		cfg.NoChallengeTimeout = DefaultNoChallengeTimeout
+	}
+	if d := cfg.NoChallengeTimeout; d != -1 && (d < 100*time.Millisecond || d > time.Minute) {
+		return nil, fmt.Errorf("%w: NoChallengeTimeout is %v; want 100ms to 1m, or -1 for none (0 means %v)",
+			ErrClientConfig, d, DefaultNoChallengeTimeout)
 	}
 	for i, c := range conns {
 		if c == nil {
@@ -423,6 +446,7 @@ func (c *Client) beginAttempt(from int, now time.Time) bool {
 		c.serverIndex = i
 		c.serverAddr = netip.AddrPortFrom(addrs[i].Addr().Unmap(), addrs[i].Port())
 		c.serverConn = ci
+		c.attemptStart = now
 		c.lastSend = now.Add(-time.Second) // send at once
 		c.lastRecv = now
 		c.challengeSeq = 0
@@ -584,6 +608,11 @@ func (c *Client) checkTimers(now time.Time) {
 	case SendingConnectionRequest, SendingConnectionResponse:
 		if c.tokenLife >= 0 && now.Sub(c.connectStart) >= c.tokenLife {
 			c.reset(ConnectTokenExpired)
+			return
+		}
+		if c.state == SendingConnectionRequest && c.cfg.NoChallengeTimeout >= 0 &&
+			now.Sub(c.attemptStart) >= c.cfg.NoChallengeTimeout && (c.timeout < 0 || c.cfg.NoChallengeTimeout < c.timeout) {
+			c.fail(ConnectionRequestUnanswered, now)
 			return
 		}
 		if c.timeout >= 0 && now.Sub(c.lastRecv) > c.timeout {
@@ -751,6 +780,9 @@ func (c *Client) Wait(deadline time.Time) error {
 		}
 		if c.state.IsConnecting() && c.tokenLife >= 0 {
 			next = minTime(next, c.connectStart.Add(c.tokenLife))
+		}
+		if c.state == SendingConnectionRequest && c.cfg.NoChallengeTimeout >= 0 {
+			next = minTime(next, c.attemptStart.Add(c.cfg.NoChallengeTimeout))
 		}
 		deadline = minTime(deadline, time.Now().Add(next.Sub(c.now)))
 		return c.conns[c.serverConn].WaitRead(deadline)

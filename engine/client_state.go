@@ -7,21 +7,29 @@ import "strconv"
 // Disconnected state and 3 (Connected) is the goal.
 type ClientState int8
 
-// The client states of the netcode 1.02 standard, with its numbers.
+// The client states of the netcode 1.02 standard, with its numbers, and
+// ConnectionRequestUnanswered, which the standard does not have.
 const (
-	ConnectTokenExpired        ClientState = -6
-	InvalidConnectToken        ClientState = -5
-	ConnectionTimedOut         ClientState = -4
-	ConnectionResponseTimedOut ClientState = -3
-	ConnectionRequestTimedOut  ClientState = -2
-	ConnectionDenied           ClientState = -1
-	Disconnected               ClientState = 0
-	SendingConnectionRequest   ClientState = 1
-	SendingConnectionResponse  ClientState = 2
-	Connected                  ClientState = 3
+	// ConnectionRequestUnanswered: no server in the token answered the
+	// client's requests within ClientConfig.NoChallengeTimeout. Its token
+	// may be pending for another address at the server (an on-path
+	// observer sent a copy of the first request first), which refuses it
+	// from this client for its whole life: fetch a fresh token at once.
+	ConnectionRequestUnanswered ClientState = -7
+	ConnectTokenExpired         ClientState = -6
+	InvalidConnectToken         ClientState = -5
+	ConnectionTimedOut          ClientState = -4
+	ConnectionResponseTimedOut  ClientState = -3
+	ConnectionRequestTimedOut   ClientState = -2
+	ConnectionDenied            ClientState = -1
+	Disconnected                ClientState = 0
+	SendingConnectionRequest    ClientState = 1
+	SendingConnectionResponse   ClientState = 2
+	Connected                   ClientState = 3
 )
 
 var clientStateNames = [...]string{
+	"connection request unanswered",
 	"connect token expired",
 	"invalid connect token",
 	"connection timed out",
@@ -35,8 +43,8 @@ var clientStateNames = [...]string{
 }
 
 func (s ClientState) String() string {
-	if s >= ConnectTokenExpired && s <= Connected {
-		return clientStateNames[s-ConnectTokenExpired]
+	if s >= ConnectionRequestUnanswered && s <= Connected {
+		return clientStateNames[s-ConnectionRequestUnanswered]
 	}
 	return "ClientState(" + strconv.Itoa(int(s)) + ")"
 }

@@ -23,6 +23,7 @@ func TestClientStateNumbersAndNames(t *testing.T) {
 		num  int
 		name string
 	}{
+		{ConnectionRequestUnanswered, -7, "connection request unanswered"},
 		{ConnectTokenExpired, -6, "connect token expired"},
 		{InvalidConnectToken, -5, "invalid connect token"},
 		{ConnectionTimedOut, -4, "connection timed out"},
@@ -34,7 +35,7 @@ func TestClientStateNumbersAndNames(t *testing.T) {
 		{SendingConnectionResponse, 2, "sending connection response"},
 		{Connected, 3, "connected"},
 		{ClientState(4), 4, "ClientState(4)"},
-		{ClientState(-7), -7, "ClientState(-7)"},
+		{ClientState(-8), -8, "ClientState(-8)"},
 	} {
 		if int(tc.s) != tc.num || tc.s.String() != tc.name {
 			t.Errorf("state %d %q, want %d %q", int(tc.s), tc.s, tc.num, tc.name)
@@ -234,7 +235,7 @@ func TestClientConnectionRequestTimedOut(t *testing.T) {
 		{"negative timeout disables it; the token expires", -1, 10 * time.Second, ConnectTokenExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newClientHarness(t, ClientConfig{}, ctSilent)
+			h := newClientHarness(t, ClientConfig{NoChallengeTimeout: -1}, ctSilent) // the standard's timers
 			h.connect(h.token(tc.timeout, 10))
 			h.client.Update(h.now)
 			for elapsed := time.Duration(0); elapsed+tick < tc.at; elapsed += tick {
@@ -299,7 +300,7 @@ func TestClientConnectTokenExpired(t *testing.T) {
 		// Timeout 2s, life 5s, three silent servers: the first two time out
 		// (at about 2s and 4s) and the token expires while the third is
 		// tried, at 5s after Connect.
-		h := newClientHarness(t, ClientConfig{}, ctSilent, ctSilent, ctSilent)
+		h := newClientHarness(t, ClientConfig{NoChallengeTimeout: -1}, ctSilent, ctSilent, ctSilent)
 		h.connect(h.token(2, 5))
 		start := h.now
 		h.runUntil(tick, 10*time.Second, func() bool { return h.client.State().IsError() })
@@ -317,7 +318,7 @@ func TestClientConnectTokenExpired(t *testing.T) {
 		// Created 1 minute ago with a 30s life: by the client's clock the
 		// token has expired, but the client measures its life from Connect
 		// (clocks of web backend and client differ).
-		h := newClientHarness(t, ClientConfig{}, ctSilent)
+		h := newClientHarness(t, ClientConfig{NoChallengeTimeout: -1}, ctSilent)
 		h.connect(h.tokenAt(-1, 30, h.now.Add(-time.Minute)))
 		start := h.now
 		h.runUntil(tick, time.Minute, func() bool { return h.client.State().IsError() })

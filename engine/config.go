@@ -26,9 +26,33 @@ const (
 	// MaxConnectTokenLifetimeLimit is the largest MaxConnectTokenLifetime
 	// a server accepts.
 	MaxConnectTokenLifetimeLimit = 24 * time.Hour
+	// ConnectTokenClockSkew is how far the web backend's clock may run
+	// ahead of the server's: a token may expire up to
+	// MaxConnectTokenLifetime plus this after the server's now (expiry
+	// has one-second resolution, so even synchronized clocks differ by up
+	// to a second). The restart rule adds it too (see
+	// MaxConnectTokenLifetime).
+	ConnectTokenClockSkew = 2 * time.Second
 	// DefaultQueueSize is the default of ServerConfig.EventQueueSize and
 	// SendQueueSize.
 	DefaultQueueSize = 4096
+	// MinTokenHistorySize is the smallest connect-token history, whatever
+	// the slot count (the reference's 8 × 256): filling it, which locks
+	// every new player out, takes MinTokenHistorySize /
+	// PendingTokensPerClientID = 512 accounts.
+	MinTokenHistorySize = 2048
+	// PendingTokensPerClientID is the most pending connect-token history
+	// entries (tokens presented whose handshake has not finished, and
+	// that have not expired) one client id holds; a new token beyond them
+	// is ignored (ServerDropTokenClientLimit). A client has one pending at
+	// a time unless its handshakes fail.
+	PendingTokensPerClientID = 4
+	// TokenHistoryPerClientID is the most connect-token history entries,
+	// pending or consumed, one client id holds: a player who connects more
+	// than this often within a token lifetime (30 s) is refused until its
+	// oldest token expires. It bounds what an account that finishes its
+	// handshakes (it needs free slots) can take of the history.
+	TokenHistoryPerClientID = 16
 
 	maxShards             = 256
 	maxQueueSize          = 1 << 20
@@ -93,8 +117,11 @@ type ServerConfig struct {
 	SendQueueSize int
 
 	// MaxEncryptionMappings bounds clients in the middle of a handshake,
-	// for the whole server (each shard gets an even share). Default
-	// 2*MaxClients, and at least 256 per shard; allowed 1 to 2^20.
+	// for the whole server (each shard gets an even share). Each mapping
+	// holds a pending entry of the connect-token history, so the default
+	// takes as many accounts to fill as the history (MinTokenHistorySize):
+	// 2*MaxClients, at least 256 per shard and at least
+	// MinTokenHistorySize; allowed 1 to 2^20.
 	MaxEncryptionMappings int
 	// TokenHistorySize is how many connect tokens the server remembers, each
 	// until it expires, so that a token carries one session only (see
@@ -102,20 +129,39 @@ type ServerConfig struct {
 	// unexpired token is ignored (ServerDropTokenHistoryFull); nothing is
 	// ever evicted. It should hold every token the web backend issues for
 	// this server within one token lifetime. One history serves all shards.
-	// Default 8*MaxClients (as the reference); allowed 1 to 2^22. 2048
-	// entries take about 100 KiB.
+	// Default 8*MaxClients (as the reference) and at least
+	// MinTokenHistorySize; allowed MinTokenHistorySize to 2^22. 2048
+	// entries take about 120 KiB.
 	TokenHistorySize int
+	// testHistorySize, when set, replaces TokenHistorySize below the
+	// minimum: tests fill small histories.
+	testHistorySize int
 	// MaxConnectTokenLifetime is the longest lifetime (expire minus create)
-	// of the tokens the web backend issues. At every start the server
-	// ignores tokens that expire less than this after the start
-	// (ServerDropTokenBeforeStart): any of them may have been issued before
-	// the start and used with an earlier run whose history is gone. So a
-	// freshly started server refuses tokens minted before it started, for
-	// up to this long; tokens minted later with this lifetime are admitted.
-	// Tokens issued with a longer lifetime weaken the rule. Default
-	// DefaultMaxConnectTokenLifetime (30 s); allowed whole seconds from 1s
-	// to MaxConnectTokenLifetimeLimit (24h).
+	// of the tokens the web backend issues. Two rules follow from it, and
+	// together they let no token carry a session in two runs of a server
+	// (whose history is gone after a restart):
+	//
+	//   - The expiry bound: a token that expires later than this plus
+	//     ConnectTokenClockSkew from now is ignored before decryption
+	//     (ServerDropTokenTooLong). Tokens that never expire are always
+	//     refused; no setting admits them.
+	//   - The restart rule: at every start the server ignores tokens that
+	//     expire at or before the start plus this plus
+	//     ConnectTokenClockSkew (ServerDropTokenBeforeStart). So a freshly
+	//     started server refuses tokens minted before it started, in its
+	//     start second and in the ConnectTokenClockSkew after (3 s in all
+	//     with the defaults and a backend in step); tokens minted later are
+	//     admitted.
+	//
+	// Default DefaultMaxConnectTokenLifetime (30 s); allowed whole seconds
+	// from 1s to MaxConnectTokenLifetimeLimit (24h).
 	MaxConnectTokenLifetime time.Duration
+	// AllowNoTimeoutTokens admits tokens whose timeout is -1 (development
+	// only). By default they are ignored after decryption
+	// (ServerDropTokenNoTimeout): a client with no timeout that goes
+	// silent keeps its slot until the application disconnects it or the
+	// server stops.
+	AllowNoTimeoutTokens bool
 	// TokenDecryptsPerSecond bounds, per shard, how many connection
 	// requests per second that pass the cheap checks (size, version,
 	// protocol id, expiry) have their connect token decrypted, the most
@@ -207,16 +253,19 @@ func (c *ServerConfig) normalize(shards int) error {
 		return fmt.Errorf("netcode: server config: KeepAliveInterval %v; allowed 1ms to 10s (0 means %v)", c.KeepAliveInterval, PacketSendInterval)
 	}
 	if c.MaxEncryptionMappings == 0 {
-		c.MaxEncryptionMappings = max(2*c.MaxClients, minShardMappings*shards)
+		c.MaxEncryptionMappings = max(2*c.MaxClients, minShardMappings*shards, MinTokenHistorySize)
 	}
 	if c.MaxEncryptionMappings < 1 || c.MaxEncryptionMappings > maxEncryptionMappings {
-		return fmt.Errorf("netcode: server config: MaxEncryptionMappings %d; allowed 1 to %d (0 means 2*MaxClients, at least %d per shard)", c.MaxEncryptionMappings, maxEncryptionMappings, minShardMappings)
+		return fmt.Errorf("netcode: server config: MaxEncryptionMappings %d; allowed 1 to %d (0 means 2*MaxClients, at least %d per shard and %d in all)", c.MaxEncryptionMappings, maxEncryptionMappings, minShardMappings, MinTokenHistorySize)
 	}
 	if c.TokenHistorySize == 0 {
-		c.TokenHistorySize = historyPerSlot * c.MaxClients
+		c.TokenHistorySize = max(historyPerSlot*c.MaxClients, MinTokenHistorySize)
 	}
-	if c.TokenHistorySize < 1 || c.TokenHistorySize > maxTokenHistorySize {
-		return fmt.Errorf("netcode: server config: TokenHistorySize %d; allowed 1 to %d (0 means %d*MaxClients)", c.TokenHistorySize, maxTokenHistorySize, historyPerSlot)
+	if c.TokenHistorySize < MinTokenHistorySize || c.TokenHistorySize > maxTokenHistorySize {
+		return fmt.Errorf("netcode: server config: TokenHistorySize %d; allowed %d to %d (0 means %d*MaxClients, at least %d)", c.TokenHistorySize, MinTokenHistorySize, maxTokenHistorySize, historyPerSlot, MinTokenHistorySize)
+	}
+	if c.testHistorySize > 0 {
+		c.TokenHistorySize = c.testHistorySize
 	}
 	if c.MaxConnectTokenLifetime == 0 {
 		c.MaxConnectTokenLifetime = DefaultMaxConnectTokenLifetime

@@ -17,7 +17,7 @@ import (
 // mapping is left behind.
 func TestEndToEndSimulatedNetwork(t *testing.T) {
 	const numClients = 64
-	now := time.Unix(1_800_000_000, 0)
+	now := time.Unix(1_800_000_000, 0).Add(-srvStartGrace) // the server starts before the tokens
 	clock := func() time.Time { return now }
 	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
@@ -39,6 +39,7 @@ func TestEndToEndSimulatedNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(srvStartGrace)
 	clients := make([]*Client, numClients)
 	for k := range clients {
 		c, err := NewClient(ClientConfig{}, sim(uint64(100+k), fmt.Sprintf("10.1.0.%d:5000", k+1)))
@@ -46,7 +47,7 @@ func TestEndToEndSimulatedNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 		token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: uint64(k + 1),
-			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5, Now: now})
+			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

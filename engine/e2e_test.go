@@ -229,7 +229,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 // timeout; Close on a client in an error state changes nothing: no state
 // change, no packet.
 func TestClientCloseDisconnects(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
+	now := time.Unix(1_800_000_000, 0).Add(-srvStartGrace) // the server starts before the tokens
 	nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +243,7 @@ func TestClientCloseDisconnects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(srvStartGrace)
 	defer srv.Close()
 	var left []Event
 	type client struct {
@@ -260,7 +261,7 @@ func TestClientCloseDisconnects(t *testing.T) {
 			t.Fatal(err)
 		}
 		token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: id,
-			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5, Now: now})
+			PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -312,7 +312,7 @@ func TestListenClosesSocketsOnError(t *testing.T) {
 // network and a fake clock, so the schedule and its outcome repeat.
 func TestFaultsServer(t *testing.T) {
 	const n = 16
-	now := time.Unix(1_800_000_000, 0)
+	now := time.Unix(1_800_000_000, 0).Add(-srvStartGrace) // the server starts before the tokens
 	network, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{InboxSize: 4096})
 	if err != nil {
 		t.Fatal(err)
@@ -330,6 +330,7 @@ func TestFaultsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(srvStartGrace)
 	clients := make([]*Client, n)
 	ids := make([]uint64, n)
 	for k := range clients {
@@ -343,7 +344,7 @@ func TestFaultsServer(t *testing.T) {
 		ids[k] = uint64(1000 + k)
 		// A 5 s timeout: faults that cut a client off that long fail the test.
 		token, err := GenerateConnectToken(TokenParams{ProtocolID: 9, PrivateKey: testPrivateKey, ClientID: ids[k],
-			PublicAddresses: []netip.AddrPort{raw.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5, Now: now})
+			PublicAddresses: []netip.AddrPort{raw.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,7 +711,7 @@ func TestCloseServerUnderTraffic(t *testing.T) {
 		}
 		ids[k] = uint64(k + 1)
 		token, err := GenerateConnectToken(TokenParams{ProtocolID: 0x5348, PrivateKey: testPrivateKey, ClientID: ids[k],
-			PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 60, TimeoutSeconds: 10})
+			PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 30, TimeoutSeconds: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

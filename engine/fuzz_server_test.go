@@ -45,7 +45,9 @@ var advFuzzSources = [...]netip.AddrPort{
 // run.
 func advFixedToken(t testing.TB, clientID uint64, seed byte) []byte {
 	t.Helper()
-	expire := uint64(srvEpoch.Unix()) + 1<<30 // outlives any clock step
+	// The longest a server admits (MaxConnectTokenLifetimeLimit): it
+	// outlives any clock step.
+	expire := uint64(srvEpoch.Add(MaxConnectTokenLifetimeLimit).Unix()) + 1
 	priv := codec.PrivateToken{ClientID: clientID, TimeoutSeconds: -1, NumServerAddresses: 1}
 	priv.ServerAddresses[0] = srvAddr
 	for i := range priv.ClientToServerKey {
@@ -93,7 +95,8 @@ type advFuzzWorld struct {
 }
 
 func advNewFuzzWorld(t *testing.T) *advFuzzWorld {
-	h := newSrvHarness(t, ServerConfig{MaxClients: 4, EventQueueSize: 8})
+	h := newSrvHarness(t, ServerConfig{MaxClients: 4, EventQueueSize: 8,
+		MaxConnectTokenLifetime: MaxConnectTokenLifetimeLimit, AllowNoTimeoutTokens: true})
 	w := &advFuzzWorld{h: h}
 	w.a = h.peerWithToken(advFuzzSources[0].String(), advFixedToken(t, 1, 0x10))
 	w.b = h.peerWithToken(advFuzzSources[1].String(), advFixedToken(t, 2, 0x20))

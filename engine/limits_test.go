@@ -50,7 +50,7 @@ func TestLimitEncryptionMappings(t *testing.T) {
 // when their tokens expire.
 func TestLimitTokenHistoryFull(t *testing.T) {
 	const size = 3
-	h := newSrvHarness(t, ServerConfig{TokenHistorySize: size, MaxEncryptionMappings: 16})
+	h := newSrvHarness(t, ServerConfig{testHistorySize: size, MaxEncryptionMappings: 16})
 	thief := func(p *srvPeer) *srvPeer {
 		return h.peerWithToken(netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, 9}), p.addr.Port()).String(), p.token)
 	}
@@ -238,9 +238,10 @@ func TestLimitConfigOutOfRange(t *testing.T) {
 		{"MaxEncryptionMappings 1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1 }, nil},
 		{"MaxEncryptionMappings -1", func(c *ServerConfig) { c.MaxEncryptionMappings = -1 }, []string{"MaxEncryptionMappings", "-1", "1 to 1048576"}},
 		{"MaxEncryptionMappings max+1", func(c *ServerConfig) { c.MaxEncryptionMappings = 1<<20 + 1 }, []string{"MaxEncryptionMappings", "1048577", "1 to 1048576"}},
-		{"TokenHistorySize 1", func(c *ServerConfig) { c.TokenHistorySize = 1 }, nil},
-		{"TokenHistorySize -1", func(c *ServerConfig) { c.TokenHistorySize = -1 }, []string{"TokenHistorySize", "-1", "1 to 4194304"}},
-		{"TokenHistorySize max+1", func(c *ServerConfig) { c.TokenHistorySize = 1<<22 + 1 }, []string{"TokenHistorySize", "4194305", "1 to 4194304"}},
+		{"TokenHistorySize 2048", func(c *ServerConfig) { c.TokenHistorySize = 2048 }, nil},
+		{"TokenHistorySize 2047", func(c *ServerConfig) { c.TokenHistorySize = 2047 }, []string{"TokenHistorySize", "2047", "2048 to 4194304"}},
+		{"TokenHistorySize -1", func(c *ServerConfig) { c.TokenHistorySize = -1 }, []string{"TokenHistorySize", "-1", "2048 to 4194304"}},
+		{"TokenHistorySize max+1", func(c *ServerConfig) { c.TokenHistorySize = 1<<22 + 1 }, []string{"TokenHistorySize", "4194305", "2048 to 4194304"}},
 		{"MaxConnectTokenLifetime 1s", func(c *ServerConfig) { c.MaxConnectTokenLifetime = time.Second }, nil},
 		{"MaxConnectTokenLifetime 24h", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 24 * time.Hour }, nil},
 		{"MaxConnectTokenLifetime 999ms", func(c *ServerConfig) { c.MaxConnectTokenLifetime = 999 * time.Millisecond }, []string{"MaxConnectTokenLifetime", "999ms", "whole seconds from 1s to 24h0m0s"}},

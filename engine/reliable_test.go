@@ -82,12 +82,14 @@ func TestReliableEndToEndSimulated(t *testing.T) {
 	}
 	rcfg := DefaultReliableConfig()
 	sconn := sim(1, "10.0.0.1:40000")
+	now = now.Add(-srvStartGrace) // the server starts before the tokens are minted
 	srv, err := NewServer(ServerConfig{ProtocolID: 9, PrivateKey: testPrivateKey, MaxClients: numClients, Manual: true,
 		Clock: clock, Reliable: &rcfg, EventQueueSize: 1 << 12}, sconn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	now = now.Add(srvStartGrace)
 	clients := make([]*Client, numClients)
 	for k := range clients {
 		c, err := NewClient(ClientConfig{Reliable: &rcfg, ReceiveQueueSize: 1 << 10}, sim(uint64(100+k), fmt.Sprintf("10.1.0.%d:5000", k+1)))
@@ -318,17 +320,19 @@ func relPair(t *testing.T) (*Server, *Client, func()) {
 	sconn, _ := network.Listen(netip.MustParseAddrPort("10.0.0.1:40000"))
 	cconn, _ := network.Listen(netip.MustParseAddrPort("10.1.0.1:5000"))
 	rcfg := DefaultReliableConfig()
+	now = now.Add(-srvStartGrace) // the server starts before the tokens are minted
 	srv, err := NewServer(ServerConfig{ProtocolID: 9, PrivateKey: testPrivateKey, MaxClients: 4, Manual: true,
 		Clock: clock, Reliable: &rcfg}, sconn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	now = now.Add(srvStartGrace)
 	c, err := NewClient(ClientConfig{Reliable: &rcfg}, cconn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	relConnect(t, c, sconn.LocalAddr(), 1, -1, now)
+	relConnect(t, c, sconn.LocalAddr(), 1, 10, now)
 	step := func() {
 		now = now.Add(time.Millisecond)
 		c.Update(now)
@@ -418,7 +422,7 @@ func TestReliableAllocsDefaultMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relConnect(t, c, sconn.LocalAddr(), 1, -1, time.Now())
+	relConnect(t, c, sconn.LocalAddr(), 1, 10, time.Now())
 	slot := -1
 	echoed := 0
 	var echoErr error

@@ -112,9 +112,11 @@ func newReplayWorld(t *testing.T, cfg ServerConfig, udp bool) *replayWorld {
 	w.sconn = w.listen("10.0.0.1:40000")
 	cfg.ProtocolID, cfg.PrivateKey = 0x7e91a7, testPrivateKey
 	cfg.Manual, cfg.Clock = true, func() time.Time { return w.now }
+	w.now = w.now.Add(-srvStartGrace) // the server starts before the tokens
 	if w.server, err = NewServer(cfg, w.sconn); err != nil {
 		t.Fatal(err)
 	}
+	w.now = w.now.Add(srvStartGrace)
 	t.Cleanup(func() { w.server.Close() })
 	w.proxy = newReplayProxy(t, w.listen, w.sconn.LocalAddr())
 	w.newClient()
@@ -307,7 +309,7 @@ func TestReplayE2EDisconnect(t *testing.T) {
 // nothing.
 func TestReplayE2ENoTimeoutMapping(t *testing.T) {
 	replayNets(t, func(t *testing.T, udp bool) {
-		w := newReplayWorld(t, ServerConfig{MaxConnectTokenLifetime: time.Second}, udp)
+		w := newReplayWorld(t, ServerConfig{MaxConnectTokenLifetime: time.Second, AllowNoTimeoutTokens: true}, udp)
 		w.proxy.holdReplies = true
 		if err := w.client.Connect(w.token(func(p *TokenParams) { p.TimeoutSeconds = -1; p.ExpireSeconds = 2 }), w.now); err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ func connectClients(tb testing.TB, srv *Server, n int, queue int) []*Client {
 			tb.Fatal(err)
 		}
 		token, err := GenerateConnectToken(TokenParams{ProtocolID: shardProtocol, PrivateKey: testPrivateKey,
-			ClientID: uint64(k + 1), PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 120, TimeoutSeconds: 30})
+			ClientID: uint64(k + 1), PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 30, TimeoutSeconds: 30})
 		if err != nil {
 			tb.Fatal(err)
 		}

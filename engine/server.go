@@ -94,6 +94,9 @@ type Server struct {
 	closed    atomic.Bool
 	startedAt time.Time
 	wg        sync.WaitGroup
+	// realClock: ServerConfig.Clock is time.Now, so starting can wait for
+	// the restart rule (waitTokens).
+	realClock bool
 }
 
 // Listen opens Shards sockets on each bind address (SO_REUSEPORT when
@@ -157,6 +160,7 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 			return nil, fmt.Errorf("netcode: server conn %d is nil", i)
 		}
 	}
+	realClock := cfg.Clock == nil
 	if err := cfg.normalize(len(conns)); err != nil {
 		return nil, err
 	}
@@ -164,7 +168,7 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: append([]batchio.Conn(nil), conns...),
-		events: make(chan struct{}, 1)}
+		events: make(chan struct{}, 1), realClock: realClock}
 	s.slots = make([]slot, cfg.MaxClients)
 	for i := range s.slots {
 		s.slots[i].replay.Reset()
@@ -185,6 +189,7 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
+	s.waitTokens()
 	return s, nil
 }
 
@@ -193,7 +198,7 @@ func NewServer(cfg ServerConfig, conns ...batchio.Conn) (*Server, error) {
 // shared.
 func (s *Server) start() error {
 	now := s.cfg.Clock()
-	minExpire := unixSeconds(now) + uint64(s.cfg.MaxConnectTokenLifetime/time.Second)
+	minExpire := unixSeconds(now) + uint64((s.cfg.MaxConnectTokenLifetime+ConnectTokenClockSkew)/time.Second)
 	for _, sh := range s.shards {
 		if err := sh.start(now, minExpire); err != nil {
 			return err
@@ -260,7 +265,18 @@ func (s *Server) stop() {
 // netcode_server_start after netcode_server_stop: with new challenge keys
 // and a new restart-rule bound from the clock, and the history of
 // consumed tokens kept. Start on a running server returns an error.
+//
+// Like NewServer and Listen, it returns when tokens minted from then on
+// are admitted (see TokensAdmittedFrom).
 func (s *Server) Start() error {
+	if err := s.startLocked(); err != nil {
+		return err
+	}
+	s.waitTokens()
+	return nil
+}
+
+func (s *Server) startLocked() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

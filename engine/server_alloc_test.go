@@ -14,7 +14,7 @@ import (
 // out, writing to a conn that discards.
 func srvConnected(t *testing.T, n int) (*srvHarness, []*srvPeer) {
 	t.Helper()
-	h := newSrvHarness(t, ServerConfig{MaxClients: n})
+	h := newSrvHarness(t, ServerConfig{MaxClients: n, AllowNoTimeoutTokens: true})
 	var peers []*srvPeer
 	for k := range n {
 		p := h.peer(fmt.Sprintf("192.0.2.%d:5000", 1+k), uint64(1+k), func(tp *TokenParams) { tp.TimeoutSeconds = -1 })

@@ -89,12 +89,12 @@ func TestServerConfigDefaults(t *testing.T) {
 	defer s.Close()
 	c := s.cfg
 	if c.MaxClients != DefaultMaxClients || c.EventQueueSize != DefaultQueueSize || c.SendQueueSize != DefaultQueueSize ||
-		c.MaxEncryptionMappings != 2*DefaultMaxClients || c.TokenHistorySize != 8*DefaultMaxClients ||
+		c.MaxEncryptionMappings != MinTokenHistorySize || c.TokenHistorySize != 8*DefaultMaxClients ||
 		c.MaxConnectTokenLifetime != 30*time.Second || c.KeepAliveInterval != PacketSendInterval ||
 		c.TokenDecryptsPerSecond != DefaultTokenDecryptsPerSecond || c.Clock == nil || c.Logger == nil {
 		t.Fatalf("defaults %+v", c)
 	}
-	if len(s.shards) != 1 || s.shards[0].outbox == nil || s.shards[0].maps.part.n != 0 || len(s.shards[0].maps.entries) != 2*DefaultMaxClients {
+	if len(s.shards) != 1 || s.shards[0].outbox == nil || s.shards[0].maps.part.n != 0 || len(s.shards[0].maps.entries) != MinTokenHistorySize {
 		t.Fatal("one shard with a send queue and the mappings")
 	}
 	if got := s.PublicAddresses(); len(got) != 1 || got[0] != srvAddr {

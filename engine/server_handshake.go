@@ -205,9 +205,20 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 		s.stats.CodecDrops[codec.ReasonOf(err)]++
 		return
 	}
-	if expire := codec.RequestExpireTimestamp(pkt); expire < s.minExpire {
+	// The restart rule and the expiry bound. Every token a run admits
+	// expires at most maxLifetime after the moment it was admitted, so at
+	// or before the next run's minExpire (its start plus maxLifetime):
+	// no token can carry a session in two runs, whatever lifetime the
+	// backend issued it with. Equal counts as before the start: a token
+	// could have been used in the same second by the run before.
+	expire := codec.RequestExpireTimestamp(pkt)
+	if expire <= s.minExpire {
 		s.stats.Drops[ServerDropTokenBeforeStart]++
 		s.logBeforeStart(expire)
+		return
+	}
+	if expire > s.nowUnix+s.maxLifetime {
+		s.stats.Drops[ServerDropTokenTooLong]++
 		return
 	}
 	if !s.decrypts.take(now) {
@@ -228,6 +239,10 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 		s.stats.CodecDrops[r]++
 		return
 	}
+	if tok.TimeoutSeconds < 0 && !s.cfg.AllowNoTimeoutTokens {
+		s.stats.Drops[ServerDropTokenNoTimeout]++
+		return
+	}
 	if !s.ownAddressIn(tok) {
 		s.stats.Drops[ServerDropNotInToken]++
 		return
@@ -242,7 +257,7 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 	}
 	var mac tokenMAC
 	copy(mac[:], p.PrivateToken[codec.PrivateTokenBytes-codec.MACBytes:])
-	entry, res := s.adm.presentToken(mac, from, p.ExpireTimestamp, s.nowUnix)
+	entry, res := s.adm.presentToken(mac, from, tok.ClientID, p.ExpireTimestamp, s.nowUnix)
 	switch res {
 	case historyOtherAddress:
 		s.stats.Drops[ServerDropTokenOtherAddress]++
@@ -252,6 +267,9 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 		return
 	case historyFull:
 		s.stats.Drops[ServerDropTokenHistoryFull]++
+		return
+	case historyClientFull:
+		s.stats.Drops[ServerDropTokenClientLimit]++
 		return
 	}
 	// As in the reference, a request denied because the server is full
@@ -281,9 +299,10 @@ func (s *shard) logBeforeStart(expire uint64) {
 	s.loggedBeforeStart = true
 	s.log.Warn("netcode server: ignoring connection requests whose connect token expires before the restart rule's bound: "+
 		"such a token may have been issued before this server started and used with an earlier run; "+
-		"tokens issued from now on with a lifetime of MaxConnectTokenLifetime are admitted, and this ends MaxConnectTokenLifetime after the start",
+		"tokens issued with a lifetime of MaxConnectTokenLifetime more than ConnectTokenClockSkew after the start are admitted",
 		slog.Time("started", s.srv.startedAt),
 		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()),
+		slog.String("clock_skew", ConnectTokenClockSkew.String()),
 		slog.Time("min_expire", time.Unix(int64(s.minExpire), 0)),
 		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
 }

@@ -48,13 +48,19 @@ func newSrvHarness(t *testing.T, cfg ServerConfig, locals ...netip.AddrPort) *sr
 	return newSrvHarnessAt(t, srvEpoch, cfg, locals...)
 }
 
-// newSrvHarnessAt is newSrvHarness with the server started at start.
+// srvStartGrace is how long before a harness's clock its server starts:
+// tokens minted at the harness's start are then admitted (the restart
+// rule refuses those minted before TokensAdmittedFrom).
+const srvStartGrace = ConnectTokenClockSkew + time.Second
+
+// newSrvHarnessAt is newSrvHarness with the clock at start, and the server
+// started srvStartGrace before it.
 func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...netip.AddrPort) *srvHarness {
 	t.Helper()
 	if len(locals) == 0 {
 		locals = []netip.AddrPort{srvAddr}
 	}
-	h := &srvHarness{t: t, now: start, payloads: map[int][][]byte{}}
+	h := &srvHarness{t: t, now: start.Add(-srvStartGrace), payloads: map[int][][]byte{}}
 	cfg.Manual = true
 	cfg.Clock = func() time.Time { return h.now }
 	if cfg.PrivateKey == nil {
@@ -77,6 +83,7 @@ func newSrvHarnessAt(t *testing.T, start time.Time, cfg ServerConfig, locals ...
 		t.Fatal(err)
 	}
 	h.s = s
+	h.now = start
 	return h
 }
 

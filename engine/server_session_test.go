@@ -93,7 +93,7 @@ func TestServerTimesOutClient(t *testing.T) {
 		}
 	})
 	t.Run("negative timeout disables", func(t *testing.T) {
-		h := newSrvHarness(t, ServerConfig{})
+		h := newSrvHarness(t, ServerConfig{AllowNoTimeoutTokens: true})
 		a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.TimeoutSeconds = -1 })
 		i := a.connect()
 		h.step(time.Hour)
@@ -199,7 +199,7 @@ func TestServerDropsReplayedPackets(t *testing.T) {
 }
 
 func TestServerKeepAlivesAt10Hz(t *testing.T) {
-	h := newSrvHarness(t, ServerConfig{})
+	h := newSrvHarness(t, ServerConfig{AllowNoTimeoutTokens: true})
 	a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.TimeoutSeconds = -1 })
 	i := a.connect() // sends a keep-alive now
 	a.send(a.keepAlive())

@@ -61,8 +61,12 @@ type shard struct {
 	challengeID  [aead.KeyBytes]byte // the challenge key, kept for tests
 	challengeSeq uint64
 	// minExpire is the restart rule's bound for this run: requests whose
-	// token expires before it are ignored.
+	// token expires at or before it are ignored.
 	minExpire uint64
+	// maxLifetime is the expiry bound (MaxConnectTokenLifetime plus
+	// ConnectTokenClockSkew, in seconds): requests whose token expires
+	// later than this from now are ignored.
+	maxLifetime uint64
 	// loggedBeforeStart: the restart rule's refusal was logged this run.
 	loggedBeforeStart bool
 
@@ -216,6 +220,7 @@ func (s *shard) start(now time.Time, minExpire uint64) error {
 		return err
 	}
 	s.minExpire = minExpire
+	s.maxLifetime = uint64((s.cfg.MaxConnectTokenLifetime + ConnectTokenClockSkew) / time.Second)
 	s.loggedBeforeStart = false
 	s.decrypts.init(s.cfg.TokenDecryptsPerSecond, time.Time{})
 	s.shed = requestShedder{conn: s.shed.conn}

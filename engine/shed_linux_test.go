@@ -48,7 +48,7 @@ func testSheddingLoopback(t *testing.T, manual bool) {
 	}
 	w.clients = append(w.clients, c)
 	token, err := GenerateConnectToken(TokenParams{ProtocolID: 0x5348, PrivateKey: testPrivateKey, ClientID: 7,
-		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 60, TimeoutSeconds: 5})
+		PublicAddresses: []netip.AddrPort{sconn.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,14 +145,16 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("NETCODE_SOAK_LEAK_BYTES=%q: %v", v, err)
 		}
 	}
+	s.now = s.now.Add(-srvStartGrace) // the server starts before the tokens
 	s.start = s.now
 	sconn := s.simConn(netip.MustParseAddrPort("10.0.0.1:40000"), 1)
 	s.public = sconn.LocalAddr()
 	s.srv, err = NewServer(ServerConfig{ProtocolID: 0x50a4, PrivateKey: testPrivateKey, MaxClients: soakMaxClients,
-		TokenHistorySize: soakTokenHistory, Manual: true, Clock: func() time.Time { return s.now }}, sconn)
+		testHistorySize: soakTokenHistory, Manual: true, Clock: func() time.Time { return s.now }}, sconn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.now = s.now.Add(srvStartGrace)
 	defer s.srv.Close()
 
 	goroutines := runtime.NumGoroutine()

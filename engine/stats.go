@@ -56,6 +56,20 @@ const (
 	// token was not decrypted.
 	ServerDropRequestRate
 
+	// ServerDropTokenTooLong: the connect token expires later than
+	// MaxConnectTokenLifetime plus ConnectTokenClockSkew from now (tokens
+	// that never expire included), so a backend issued it with a longer
+	// lifetime than the restart rule allows for.
+	ServerDropTokenTooLong
+	// ServerDropTokenNoTimeout: the connect token's timeout is -1 (no
+	// timeout) and ServerConfig.AllowNoTimeoutTokens is off.
+	ServerDropTokenNoTimeout
+	// ServerDropTokenClientLimit: the token is new and its client id
+	// already holds PendingTokensPerClientID pending, or
+	// TokenHistoryPerClientID in all, of the connect-token history's
+	// entries.
+	ServerDropTokenClientLimit
+
 	// NumServerDropReasons sizes per-reason counter arrays.
 	NumServerDropReasons
 )
@@ -75,6 +89,9 @@ var serverDropText = [NumServerDropReasons]string{
 	ServerDropChallengeMismatch: "challenge token of another client's handshake",
 	ServerDropAppBacklog:        "application event queue full",
 	ServerDropRequestRate:       "connection request over the token decryption budget",
+	ServerDropTokenTooLong:      "connect token expires later than the lifetime allows",
+	ServerDropTokenNoTimeout:    "connect token without a timeout",
+	ServerDropTokenClientLimit:  "client id holds its share of the connect-token history",
 }
 
 func (r ServerDropReason) String() string {

@@ -28,19 +28,29 @@ type tokenMAC = [codec.MACBytes]byte
 //   - An entry lives until its token expires. A history whose entries all
 //     hold unexpired tokens refuses new tokens rather than evicting one, so
 //     a flood of valid tokens can never make a used one usable again.
+//   - One client id holds at most PendingTokensPerClientID pending and
+//     TokenHistoryPerClientID live entries in all (not in the
+//     reference): a new token beyond either is refused, so that filling
+//     the history with tokens that never finish a handshake, which locks
+//     every new player out, takes size/PendingTokensPerClientID accounts
+//     rather than a few. An id's entries are chained (nextOfID) from an
+//     index of chain heads, so counting them costs a walk of at most
+//     TokenHistoryPerClientID entries and the bookkeeping 12 bytes an
+//     entry.
 //
-// Lookups are O(1) through a hash index of entry numbers (macIndex, 4 bytes
-// a bucket; the reference's 8 entries per client slot cost about 500 bytes
-// a slot in all). Expired entries are reclaimed by
+// Lookups are O(1) through hash indexes of entry numbers (entryIndex, 4
+// bytes a bucket; the reference's 8 entries per client slot cost about 600
+// bytes a slot in all). Expired entries are reclaimed by
 // an incremental sweep (sweep, a bounded share per timer scan) and, when a
 // new token finds no free entry, by a full sweep at most once per second of
 // token time (expiry has one-second resolution, so a second sweep within
 // the same second could not find more).
 type tokenHistory struct {
 	entries []historyEntry
-	index   macIndex
-	free    []int32 // stack of free entries
-	cursor  int     // next entry the incremental sweep looks at
+	byMAC   entryIndex[tokenMAC]
+	byID    entryIndex[uint64] // the head of each client id's chain
+	free    []int32            // stack of free entries
+	cursor  int                // next entry the incremental sweep looks at
 	// lastFullSweep is the unix second of the last full sweep (+1, so that
 	// the zero value means never).
 	lastFullSweep uint64
@@ -61,10 +71,12 @@ type historyEntry struct {
 	mac tokenMAC
 	// ip and port are the address that first presented the token (IPv4 as
 	// IPv4-mapped IPv6: 48 bytes an entry instead of 64).
-	ip     [16]byte
-	expire uint64 // the token's expire timestamp, unix seconds
-	port   uint16
-	state  historyState
+	ip       [16]byte
+	expire   uint64 // the token's expire timestamp, unix seconds
+	clientID uint64
+	nextOfID int32 // the next entry of the client id, or -1
+	port     uint16
+	state    historyState
 }
 
 func (e *historyEntry) from(a netip.AddrPort) bool {
@@ -87,11 +99,17 @@ const (
 	historyConsumed
 	// historyFull: every entry holds an unexpired token.
 	historyFull
+	// historyClientFull: the token's client id holds
+	// PendingTokensPerClientID pending or TokenHistoryPerClientID live
+	// entries.
+	historyClientFull
 )
 
 func (h *tokenHistory) init(size int) {
 	h.entries = make([]historyEntry, size)
-	h.index.init(size)
+	h.byMAC.init(size, func(e *historyEntry) tokenMAC { return e.mac },
+		func(seed maphash.Seed, mac tokenMAC) uint64 { return maphash.Bytes(seed, mac[:]) })
+	h.byID.init(size, func(e *historyEntry) uint64 { return e.clientID }, maphash.Comparable[uint64])
 	h.free = make([]int32, size)
 	for i := range h.free {
 		h.free[i] = int32(size - 1 - i)
@@ -102,11 +120,11 @@ func (h *tokenHistory) init(size int) {
 	h.consumed.Store(0)
 }
 
-// present looks up a token presented from addr at now (unix seconds) and,
-// if it is new, makes it pending for addr. It returns the entry's index for
-// historyNew and historyRetry.
-func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, expire, now uint64) (int32, historyResult) {
-	if i, ok := h.index.get(h.entries, mac); ok {
+// present looks up a token of client id presented from addr at now (unix
+// seconds) and, if it is new, makes it pending for addr. It returns the
+// entry's index for historyNew and historyRetry.
+func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, id, expire, now uint64) (int32, historyResult) {
+	if i, ok := h.byMAC.get(h.entries, mac); ok {
 		e := &h.entries[i]
 		switch {
 		case e.expire <= now:
@@ -121,6 +139,7 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, expire, now ui
 			return i, historyRetry
 		}
 	}
+	pending, n := h.countID(id, now)
 	if len(h.free) == 0 && now+1 != h.lastFullSweep {
 		h.lastFullSweep = now + 1
 		h.sweep(now, len(h.entries))
@@ -128,12 +147,44 @@ func (h *tokenHistory) present(mac tokenMAC, addr netip.AddrPort, expire, now ui
 	if len(h.free) == 0 {
 		return -1, historyFull
 	}
+	if pending >= PendingTokensPerClientID || n >= TokenHistoryPerClientID {
+		return -1, historyClientFull
+	}
 	i := h.free[len(h.free)-1]
 	h.free = h.free[:len(h.free)-1]
-	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire, state: entryPending}
-	h.index.put(h.entries, i)
+	h.entries[i] = historyEntry{mac: mac, ip: addr.Addr().As16(), port: addr.Port(), expire: expire,
+		clientID: id, nextOfID: -1, state: entryPending}
+	h.byMAC.put(h.entries, i)
+	if head, ok := h.byID.get(h.entries, id); ok {
+		h.entries[i].nextOfID = head
+		h.byID.replace(h.entries, head, i)
+	} else {
+		h.byID.put(h.entries, i)
+	}
 	h.pending.Add(1)
 	return i, historyNew
+}
+
+// countID frees the expired entries of client id and returns how many it
+// holds pending and in all. Its chain is at most TokenHistoryPerClientID
+// long: present adds to it only below that.
+func (h *tokenHistory) countID(id, now uint64) (pending, all int) {
+	i, ok := h.byID.get(h.entries, id)
+	for ok && i >= 0 {
+		e := &h.entries[i]
+		next := e.nextOfID
+		switch {
+		case e.expire <= now:
+			h.release(i)
+		case e.state == entryPending:
+			pending++
+			all++
+		default:
+			all++
+		}
+		i = next
+	}
+	return pending, all
 }
 
 // consume marks entry i, pending for mac, as consumed at now. It reports
@@ -178,7 +229,8 @@ func (h *tokenHistory) release(i int32) {
 	default:
 		return
 	}
-	h.index.del(h.entries, i)
+	h.byMAC.del(h.entries, i)
+	h.unlinkID(i)
 	*e = historyEntry{}
 	h.free = append(h.free, i) // within capacity: never grows
 }
@@ -186,70 +238,20 @@ func (h *tokenHistory) release(i int32) {
 // size returns the number of entries.
 func (h *tokenHistory) size() int { return len(h.entries) }
 
-// macIndex finds a history entry by its token's MAC: open addressing with
-// linear probing over entry numbers (+1, so 0 is empty), at a load factor of
-// at most 1/2, deleting by backward shift (no tombstones). Keys are read
-// from the entries themselves, which keeps a bucket at 4 bytes. The hash is
-// seeded per index.
-type macIndex struct {
-	buckets []int32
-	mask    uint64
-	seed    maphash.Seed
-}
-
-func (x *macIndex) init(entries int) {
-	size := 8
-	for size < 2*entries {
-		size <<= 1
-	}
-	x.buckets = make([]int32, size)
-	x.mask = uint64(size - 1)
-	x.seed = maphash.MakeSeed()
-}
-
-func (x *macIndex) home(mac *tokenMAC) uint64 {
-	return maphash.Bytes(x.seed, mac[:]) & x.mask
-}
-
-// get returns the entry holding mac.
-func (x *macIndex) get(entries []historyEntry, mac tokenMAC) (int32, bool) {
-	for b := x.home(&mac); ; b = (b + 1) & x.mask {
-		v := x.buckets[b]
-		if v == 0 {
-			return 0, false
+// unlinkID takes entry i out of its client id's chain.
+func (h *tokenHistory) unlinkID(i int32) {
+	e := &h.entries[i]
+	head, _ := h.byID.get(h.entries, e.clientID) // i is in the chain
+	switch {
+	case head == i && e.nextOfID >= 0:
+		h.byID.replace(h.entries, i, e.nextOfID)
+	case head == i:
+		h.byID.del(h.entries, i)
+	default:
+		p := head
+		for h.entries[p].nextOfID != i {
+			p = h.entries[p].nextOfID
 		}
-		if entries[v-1].mac == mac {
-			return v - 1, true
-		}
+		h.entries[p].nextOfID = e.nextOfID
 	}
-}
-
-// put indexes entry i, whose MAC is not indexed yet. The index has room:
-// it holds at most len(entries) keys in twice as many buckets.
-func (x *macIndex) put(entries []historyEntry, i int32) {
-	b := x.home(&entries[i].mac)
-	for x.buckets[b] != 0 {
-		b = (b + 1) & x.mask
-	}
-	x.buckets[b] = i + 1
-}
-
-// del removes entry i, which is indexed. The entries after it in its probe
-// run move back so that each stays reachable from its home bucket.
-func (x *macIndex) del(entries []historyEntry, i int32) {
-	b := x.home(&entries[i].mac)
-	for x.buckets[b] != i+1 {
-		b = (b + 1) & x.mask
-	}
-	hole := b
-	for j := (hole + 1) & x.mask; x.buckets[j] != 0; j = (j + 1) & x.mask {
-		// The entry at j may move to the hole only if the hole lies on its
-		// probe path, between its home bucket and j.
-		home := x.home(&entries[x.buckets[j]-1].mac)
-		if (j-home)&x.mask >= (j-hole)&x.mask {
-			x.buckets[hole] = x.buckets[j]
-			hole = j
-		}
-	}
-	x.buckets[hole] = 0
 }

@@ -44,7 +44,7 @@ func TestTokenHistory(t *testing.T) {
 	for k, s := range steps {
 		switch s.op {
 		case "present":
-			i, got := h.present(s.mac, s.addr, s.expire, s.now)
+			i, got := h.present(s.mac, s.addr, uint64(s.mac[0]), s.expire, s.now)
 			if got != s.want {
 				t.Fatalf("step %d: present(%x, %v, expire %d, now %d) = %v, want %v", k, s.mac[0], s.addr, s.expire, s.now, got, s.want)
 			}
@@ -76,7 +76,7 @@ func TestTokenHistoryIndex(t *testing.T) {
 	macs := make([]tokenMAC, n)
 	for i := range macs {
 		macs[i] = tokenMAC{byte(i), byte(i >> 8), 7}
-		if _, r := h.present(macs[i], addr, uint64(10+i%37), 1); r != historyNew {
+		if _, r := h.present(macs[i], addr, uint64(i/PendingTokensPerClientID), uint64(10+i%37), 1); r != historyNew {
 			t.Fatalf("token %d: %v", i, r)
 		}
 	}
@@ -84,7 +84,7 @@ func TestTokenHistoryIndex(t *testing.T) {
 	for now := uint64(10); now <= 47; now++ {
 		h.sweep(now, n)
 		for i, m := range macs {
-			_, r := h.present(m, addr, uint64(10+i%37), now)
+			_, r := h.present(m, addr, uint64(i/PendingTokensPerClientID), uint64(10+i%37), now)
 			live := uint64(10+i%37) > now
 			if live && r != historyRetry {
 				t.Fatalf("now %d: live token %d: %v", now, i, r)
@@ -106,7 +106,9 @@ func FuzzTokenHistory(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 0, 2, 2, 0, 3, 3, 3, 3, 3, 0, 1, 1})
 	f.Add(bytes.Repeat([]byte{0, 5, 1, 1, 5, 2, 3, 4}, 20))
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		const size = 4
+		// Tokens of two client ids: one id can reach its cap (4) before
+		// the history (6) is full.
+		const size = 6
 		type model struct {
 			addr     uint8
 			expire   uint64
@@ -133,9 +135,16 @@ func FuzzTokenHistory(f *testing.F) {
 				if e, ok := live[mac]; ok {
 					expire = e.expire // a token's expiry is fixed
 				}
-				i, got := h.present(mac, addrOf(arg/8), expire, now)
+				id := uint64(mac[0] % 2)
+				i, got := h.present(mac, addrOf(arg/8), id, expire, now)
 				var want historyResult
 				e, ok := live[mac]
+				ofID := 0
+				for m, e := range live {
+					if uint64(m[0]%2) == id && !e.consumed {
+						ofID++ // pending: the cap that six entries can reach
+					}
+				}
 				switch {
 				case ok && e.consumed:
 					want = historyConsumed
@@ -145,6 +154,8 @@ func FuzzTokenHistory(f *testing.F) {
 					want = historyRetry
 				case len(live) == size:
 					want = historyFull
+				case ofID >= PendingTokensPerClientID:
+					want = historyClientFull
 				default:
 					want = historyNew
 					live[mac] = &model{addr: (arg / 8) % 3, expire: expire, entry: i}
@@ -251,22 +262,31 @@ func TestTokenRuleRetransmitWhilePending(t *testing.T) {
 	srvExpectTypes(t, "response", a.send(a.response()), codec.ConnectionKeepAlive)
 }
 
-// TestTokenRuleRestart: a server ignores tokens that expire less than
-// MaxConnectTokenLifetime after its start (they may predate it), before
+// TestTokenRuleRestart: a server ignores tokens that expire at or before
+// its start plus MaxConnectTokenLifetime plus ConnectTokenClockSkew (they
+// may predate it, or have been used in its start second), before
 // decrypting them, and says why in its log once.
 func TestTokenRuleRestart(t *testing.T) {
 	var logBuf bytes.Buffer
-	h := newSrvHarness(t, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
-	start := h.now
+	start := srvEpoch
+	h := newSrvHarnessStartedAt(t, start, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	early := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.Now = start.Add(-time.Second) })                       // expires start+29
-	atStart := h.peer("192.0.2.2:5000", 2, func(tp *TokenParams) { tp.Now = start })                                       // start+30: equal is accepted
-	long := h.peer("192.0.2.3:5000", 3, func(tp *TokenParams) { tp.Now = start.Add(-time.Hour); tp.ExpireSeconds = 7200 }) // issued before, lives longer
-	for range 5 {
-		early.send(early.request())
-		early.expectNothing("token minted before the start")
+	atStart := h.peer("192.0.2.2:5000", 2, func(tp *TokenParams) { tp.Now = start })                                       // start+30
+	inSkew := h.peer("192.0.2.3:5000", 3, func(tp *TokenParams) { tp.Now = start.Add(ConnectTokenClockSkew) })             // start+32: equal is refused
+	long := h.peer("192.0.2.4:5000", 4, func(tp *TokenParams) { tp.Now = start.Add(-time.Hour); tp.ExpireSeconds = 7200 }) // issued before, lives longer
+	for _, p := range []*srvPeer{early, atStart, inSkew} {
+		for range 5 {
+			p.send(p.request())
+			p.expectNothing("token minted before TokensAdmittedFrom")
+		}
 	}
-	if got := h.drops(ServerDropTokenBeforeStart); got != 5 {
-		t.Fatalf("ServerDropTokenBeforeStart = %d, want 5", got)
+	if got := h.drops(ServerDropTokenBeforeStart); got != 15 {
+		t.Fatalf("ServerDropTokenBeforeStart = %d, want 15", got)
+	}
+	long.send(long.request())
+	long.expectNothing("a token longer than the lifetime")
+	if got := h.drops(ServerDropTokenTooLong); got != 1 {
+		t.Fatalf("ServerDropTokenTooLong = %d, want 1", got)
 	}
 	if h.s.Stats().CodecDrops[codec.ReasonTokenDecrypt] != 0 || h.s.shard0().decrypts.credit != h.s.shard0().decrypts.capacity {
 		t.Fatal("a refused token was decrypted or took from the decryption budget")
@@ -274,12 +294,9 @@ func TestTokenRuleRestart(t *testing.T) {
 	if n := strings.Count(logBuf.String(), "restart rule"); n != 1 {
 		t.Fatalf("restart rule logged %d times, want once:\n%s", n, logBuf.String())
 	}
-	atStart.connect()
-	long.connect() // a lifetime above the setting weakens the rule (documented)
-	// A token minted later with the lifetime is admitted.
-	later := h.peer("192.0.2.4:5000", 4, func(tp *TokenParams) { tp.Now = start.Add(10 * time.Second) })
-	h.step(10 * time.Second)
-	later.connect()
+	// A token minted from TokensAdmittedFrom with the lifetime is admitted.
+	h.now = h.s.TokensAdmittedFrom()
+	h.peer("192.0.2.5:5000", 5, nil).connect()
 }
 
 // TestTokenRuleRestartedServer: a token consumed by one run of a server is
@@ -301,7 +318,9 @@ func TestTokenRuleRestartedServer(t *testing.T) {
 		}
 	})
 	t.Run("stop and start", func(t *testing.T) {
-		for _, lifetime := range []int64{30, 3600} {
+		// Whatever the token's lifetime (the bound admits at most 32 s), the
+		// restart rule refuses it; the kept history would too.
+		for _, lifetime := range []int64{30, 32} {
 			h := newSrvHarness(t, ServerConfig{})
 			a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.ExpireSeconds = lifetime })
 			a.connect()
@@ -315,14 +334,11 @@ func TestTokenRuleRestartedServer(t *testing.T) {
 			}
 			a.send(a.request())
 			a.expectNothing("token consumed before the stop")
-			want := ServerDropTokenBeforeStart
-			if lifetime > 30 {
-				want = ServerDropTokenConsumed // past the restart rule: the history refuses it
-			}
-			if got := h.drops(want); got != 1 {
-				t.Fatalf("lifetime %d: %v = %d, want 1", lifetime, want, got)
+			if got := h.drops(ServerDropTokenBeforeStart); got != 1 {
+				t.Fatalf("lifetime %d: ServerDropTokenBeforeStart = %d, want 1", lifetime, got)
 			}
 			// The restarted server works: a fresh token connects.
+			h.now = h.s.TokensAdmittedFrom()
 			h.peer("192.0.2.2:5000", 2, func(tp *TokenParams) { tp.Now = h.now }).connect()
 		}
 	})
@@ -331,14 +347,16 @@ func TestTokenRuleRestartedServer(t *testing.T) {
 // TestTokenRuleEntriesFreedAtExpiry: a full history takes new tokens again
 // as soon as old ones expire, and only then.
 func TestTokenRuleEntriesFreedAtExpiry(t *testing.T) {
-	h := newSrvHarness(t, ServerConfig{TokenHistorySize: 2})
-	h.peer("192.0.2.1:5000", 1, nil).challenged()                                          // expires at +30 s
-	h.peer("192.0.2.2:5000", 2, func(tp *TokenParams) { tp.ExpireSeconds = 60 }).connect() // +60 s
-	c := h.peer("192.0.2.3:5000", 3, func(tp *TokenParams) { tp.ExpireSeconds = 90 })      // +90 s
-	d := h.peer("192.0.2.4:5000", 4, func(tp *TokenParams) { tp.ExpireSeconds = 90 })      // +90 s
+	h := newSrvHarness(t, ServerConfig{testHistorySize: 2})
+	h.peer("192.0.2.1:5000", 1, nil).challenged() // expires at +30 s
+	h.step(10 * time.Second)
+	h.peer("192.0.2.2:5000", 2, nil).connect() // +40 s
+	h.step(10 * time.Second)
+	c := h.peer("192.0.2.3:5000", 3, nil) // +50 s
+	d := h.peer("192.0.2.4:5000", 4, nil) // +50 s
 	c.send(c.request())
 	c.expectNothing("new token with the history full")
-	h.step(29 * time.Second)
+	h.step(9 * time.Second)
 	c.send(c.request())
 	c.expectNothing("new token one second before an entry expires")
 	h.step(time.Second) // the first token expires
@@ -348,7 +366,7 @@ func TestTokenRuleEntriesFreedAtExpiry(t *testing.T) {
 	if got := h.drops(ServerDropTokenHistoryFull); got != 3 {
 		t.Fatalf("ServerDropTokenHistoryFull = %d, want 3", got)
 	}
-	h.step(30 * time.Second) // the second (consumed) token expires too
+	h.step(10 * time.Second) // the second (consumed) token expires too
 	d.challenged()
 }
 
@@ -356,7 +374,7 @@ func TestTokenRuleEntriesFreedAtExpiry(t *testing.T) {
 // token, even when the token's timeout (-1) disables the inactivity
 // timeout.
 func TestTokenRuleMappingExpiresWithToken(t *testing.T) {
-	h := newSrvHarness(t, ServerConfig{})
+	h := newSrvHarness(t, ServerConfig{AllowNoTimeoutTokens: true})
 	a := h.peer("192.0.2.1:5000", 1, func(tp *TokenParams) { tp.TimeoutSeconds = -1 })
 	a.challenged()
 	h.step(29 * time.Second)

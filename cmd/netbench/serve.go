@@ -50,6 +50,11 @@ func (o *options) slots() int {
 	if o.mode == "game" && o.sweep {
 		return o.maxClients
 	}
+	if o.mode == "handshake" {
+		// Each handshake is a player of its own (bench.Load): room for a
+		// session whose disconnect is not polled yet beside its successor.
+		return 2 * o.clients
+	}
 	return o.clients
 }
 

@@ -95,7 +95,7 @@ func TestSIGTERM(t *testing.T) {
 	web := "http://" + serving["http"].(string)
 	token := func(id uint64) []byte {
 		tok, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: 0x5eed, PrivateKey: key, ClientID: id,
-			PublicAddresses: []netip.AddrPort{public}, ExpireSeconds: 60, TimeoutSeconds: 10})
+			PublicAddresses: []netip.AddrPort{public}, ExpireSeconds: 30, TimeoutSeconds: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,8 @@ type serveOptions struct {
 	burst                      int
 	tlsCert, tlsKey            string
 	logFormat, logLevel        string
+	devDirect                  bool
+	maxConns                   int
 }
 
 // selectorList is a repeatable -agones-selector flag: k=v[,k=v...].
@@ -79,6 +81,8 @@ func serveFlags() (*cli.FlagSet, *serveOptions) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the -tls-cert's key `FILE` (PEM)")
 	fs.Choice(&o.logFormat, "log-format", "json", []string{"json", "text"}, "log format: json or text")
 	fs.Choice(&o.logLevel, "log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
+	fs.Bool(&o.devDirect, "dev-direct", false, "with -auth dev: no proxy relays to the listener, so ignore forwarding headers instead of refusing requests that carry one")
+	fs.Int(&o.maxConns, "max-conns", backend.DefaultMaxConns, 1, 1<<20, fmt.Sprintf("`N` connections served at once, 1 to %d; more wait to be accepted", 1<<20))
 	return fs, o
 }
 
@@ -127,17 +131,15 @@ func runServe(e *env, args []string) error {
 	mux.Handle("/token", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.Handle("GET /metrics", metrics.Handler(registry(b), logger))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      backend.DefaultDirectoryTimeout + 10*time.Second, // the handler bounds its directory call
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", o.listen)
+	raw, err := net.Listen("tcp", o.listen)
 	if err != nil {
+		return err
+	}
+	srv, ln, err := backend.NewHTTPServer(mux, raw, backend.HTTPLimits{MaxConns: o.maxConns},
+		backend.DefaultDirectoryTimeout+10*time.Second, // the handler bounds its directory call
+		slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
+	if err != nil {
+		raw.Close()
 		return err
 	}
 	if o.tlsCert == "" && !isLoopback(o.listen) {
@@ -180,6 +182,12 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return cfg, usagef("-tls-cert and -tls-key go together")
 	}
+	if o.maxConns < 1 || o.maxConns > 1<<20 {
+		return cfg, usagef("-max-conns %d: allowed 1 to %d", o.maxConns, 1<<20)
+	}
+	if o.devDirect && o.auth != "dev" {
+		return cfg, usagef("-dev-direct goes with -auth dev")
+	}
 	switch o.auth {
 	case "dev":
 		if !isLoopback(o.listen) {
@@ -189,6 +197,9 @@ func serveConfig(e *env, o *serveOptions) (backend.Config, error) {
 			return cfg, usagef("-secrets-file goes with -auth bearer")
 		}
 		cfg.Authenticate = backend.LoopbackOnly
+		if o.devDirect {
+			cfg.Authenticate = backend.LoopbackOnlyDirect
+		}
 	case "bearer":
 		if o.secretsFile == "" {
 			return cfg, usagef("-auth bearer needs -secrets-file (lines of CLIENT_ID SECRET)")

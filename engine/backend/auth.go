@@ -44,25 +44,60 @@ func (e *AuthError) Error() string {
 // from.
 const ClientIDParam = "client_id"
 
-// proxyHeaders mark a request relayed by a proxy: its RemoteAddr is the
-// proxy's, so being loopback says nothing about the real caller.
-var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host", "Via"}
+// ForwardingHeader reports whether a header's name suggests that a proxy
+// relayed the request: the request's RemoteAddr is then the proxy's, and
+// being loopback says nothing about the real caller. It is a rule, not a
+// list, so that headers it has never heard of are refused too: a name
+// containing "forward", "proxy", "addr", "clientip" or "realip", or with a
+// part (split at '-' and '_') that is "via", "ip", "ipv4" or "ipv6".
+// Forwarded, Via, X-Forwarded-*, X-Original-Forwarded-For, X-Real-IP,
+// True-Client-IP, X-Client-IP, CF-Connecting-IP(v6), Fastly-Client-IP,
+// X-Azure-ClientIP, X-Envoy-External-Address and Proxy-* all match.
+func ForwardingHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range [...]string{"forward", "proxy", "addr", "clientip", "realip"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	for part := range strings.FieldsFuncSeq(n, func(r rune) bool { return r == '-' || r == '_' }) {
+		switch part {
+		case "via", "ip", "ipv4", "ipv6":
+			return true
+		}
+	}
+	return false
+}
 
 // LoopbackOnly is an AuthFunc for development. It admits only requests
 // whose connection comes from a loopback address (127.0.0.0/8, ::1) and
-// that carry none of the headers a reverse proxy adds (Forwarded,
-// X-Forwarded-For, X-Real-IP, X-Forwarded-Host, Via): behind a proxy on the
-// same host every caller would look like loopback. The client id is the
-// decimal query parameter client_id (0 to 2^64-1), so anyone on the host
-// can be anyone: never use it where players connect. No user data.
+// that carry no header a proxy may have added (ForwardingHeader): behind a
+// proxy on the same host every caller would look like loopback. A plain
+// TCP forwarder on the host adds no header, so never run it where one
+// listens. The client id is the decimal query parameter client_id (0 to
+// 2^64-1), so anyone on the host can be anyone: never use it where players
+// connect. No user data.
 func LoopbackOnly(r *http.Request) (uint64, []byte, error) {
+	return loopbackOnly(r, false)
+}
+
+// LoopbackOnlyDirect is LoopbackOnly for a listener the operator knows no
+// proxy relays to: it ignores forwarding headers instead of refusing the
+// request.
+func LoopbackOnlyDirect(r *http.Request) (uint64, []byte, error) {
+	return loopbackOnly(r, true)
+}
+
+func loopbackOnly(r *http.Request, direct bool) (uint64, []byte, error) {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil || !ap.Addr().Unmap().IsLoopback() {
 		return 0, nil, &AuthError{Status: http.StatusForbidden, Message: "development mode: only loopback callers are served"}
 	}
-	for _, h := range proxyHeaders {
-		if _, ok := r.Header[h]; ok {
-			return 0, nil, &AuthError{Status: http.StatusForbidden, Message: "development mode: requests relayed by a proxy (" + h + " header) are refused"}
+	if !direct {
+		for name := range r.Header {
+			if ForwardingHeader(name) {
+				return 0, nil, &AuthError{Status: http.StatusForbidden, Message: "development mode: requests that may have been relayed by a proxy (" + name + " header) are refused; a listener no proxy relays to can say so (-dev-direct)"}
+			}
 		}
 	}
 	s := r.URL.Query().Get(ClientIDParam)

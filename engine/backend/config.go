@@ -59,6 +59,9 @@ type Config struct {
 	TimeoutSeconds int32
 	// RateLimit limits tokens per client id.
 	RateLimit RateLimit
+	// AuthFailures limits refused authentications per caller address and
+	// how often they are logged.
+	AuthFailures AuthFailureLimit
 	// MaxBodyBytes bounds a request body (default 8 KiB; allowed 1 to
 	// 1 MiB). Larger bodies get 413.
 	MaxBodyBytes int64
@@ -98,6 +101,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	var err error
 	if c.RateLimit, err = c.RateLimit.withDefaults(); err != nil {
+		return c, fmt.Errorf("backend: %w", err)
+	}
+	if c.AuthFailures, err = c.AuthFailures.withDefaults(); err != nil {
 		return c, fmt.Errorf("backend: %w", err)
 	}
 	if !orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes, 1, maxMaxBodyBytes) {

@@ -22,8 +22,9 @@ type Handler struct {
 	cfg Config
 	// key is behind a pointer so that printing a Handler shows an address,
 	// not the key.
-	key     *[codec.KeyBytes]byte
-	limiter *limiter
+	key      *[codec.KeyBytes]byte
+	limiter  *limiter
+	failures *failures
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -38,7 +39,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	key := new([codec.KeyBytes]byte)
 	copy(key[:], cfg.PrivateKey)
 	cfg.PrivateKey = nil // the copy above is the only one the handler keeps
-	return &Handler{cfg: cfg, key: key, limiter: newLimiter(cfg.RateLimit)}, nil
+	return &Handler{cfg: cfg, key: key, limiter: newLimiter(cfg.RateLimit), failures: newFailures(cfg.AuthFailures)}, nil
 }
 
 // TokenResponse is the JSON body of a successful request.
@@ -85,9 +86,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
 
+	// An address that keeps failing to authenticate is answered without
+	// trying: guessing secrets costs it AuthFailures' refill time each.
+	caller := failureKey(r.RemoteAddr)
+	if blocked, wait := h.failures.blocked(caller, h.cfg.Now()); blocked {
+		secs := max(1, int64(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		h.failLogged(w, log, caller, false, http.StatusTooManyRequests, "too_many_failures",
+			fmt.Sprintf("too many failed authentications from this address; retry after %d s", secs))
+		return
+	}
 	id, userData, err := h.cfg.Authenticate(r)
 	if err != nil {
-		h.refuse(w, log, err)
+		h.refuse(w, log, caller, err)
 		return
 	}
 	log = log.With(slog.String("client_id", engine.IDString(id)))
@@ -175,8 +186,8 @@ func (h *Handler) servers(ctx context.Context, log *slog.Logger) ([]Server, erro
 	return out, nil
 }
 
-// refuse answers an Authenticate error.
-func (h *Handler) refuse(w http.ResponseWriter, log *slog.Logger, err error) {
+// refuse answers an Authenticate error, counting it against caller.
+func (h *Handler) refuse(w http.ResponseWriter, log *slog.Logger, caller netip.Prefix, err error) {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		h.tooLarge(w, log)
 		return
@@ -184,7 +195,7 @@ func (h *Handler) refuse(w http.ResponseWriter, log *slog.Logger, err error) {
 	log = log.With(slog.String("error", err.Error()))
 	ae, ok := errors.AsType[*AuthError](err)
 	if !ok {
-		h.fail(w, log, http.StatusUnauthorized, "unauthorized", "authentication failed")
+		h.failLogged(w, log, caller, true, http.StatusUnauthorized, "unauthorized", "authentication failed")
 		return
 	}
 	status, code := http.StatusUnauthorized, "unauthorized"
@@ -199,7 +210,17 @@ func (h *Handler) refuse(w http.ResponseWriter, log *slog.Logger, err error) {
 	if status == http.StatusUnauthorized && ae.Challenge != "" {
 		w.Header().Set("WWW-Authenticate", ae.Challenge)
 	}
-	h.fail(w, log, status, code, ae.Message)
+	h.failLogged(w, log, caller, status != http.StatusServiceUnavailable, status, code, ae.Message)
+}
+
+// failLogged answers a refused or blocked caller like fail, spending one
+// of its refusals if spend, and logs at most one line per
+// AuthFailures.LogInterval for it, with the count of those not logged.
+func (h *Handler) failLogged(w http.ResponseWriter, log *slog.Logger, caller netip.Prefix, spend bool, status int, code, message string) {
+	if ok, unlogged := h.failures.refuse(caller, h.cfg.Now(), spend); ok {
+		h.logRefused(log.With(slog.Int("unlogged_since_last", unlogged)), status, code)
+	}
+	h.write(w, status, ErrorResponse{Error: ErrorBody{Code: code, Message: message}})
 }
 
 func (h *Handler) tooLarge(w http.ResponseWriter, log *slog.Logger) {
@@ -207,12 +228,16 @@ func (h *Handler) tooLarge(w http.ResponseWriter, log *slog.Logger) {
 }
 
 func (h *Handler) fail(w http.ResponseWriter, log *slog.Logger, status int, code, message string) {
+	h.logRefused(log, status, code)
+	h.write(w, status, ErrorResponse{Error: ErrorBody{Code: code, Message: message}})
+}
+
+func (h *Handler) logRefused(log *slog.Logger, status int, code string) {
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
 	log.Log(context.Background(), level, "request refused", slog.Int("status", status), slog.String("code", code))
-	h.write(w, status, ErrorResponse{Error: ErrorBody{Code: code, Message: message}})
 }
 
 func (h *Handler) write(w http.ResponseWriter, status int, body any) {

@@ -10,10 +10,18 @@ import (
 
 // Rate limit defaults (for zero RateLimit fields) and bounds.
 const (
-	// DefaultRatePerSecond is the sustained tokens per second per client.
-	DefaultRatePerSecond = 1.0
+	// DefaultRatePerSecond is the sustained tokens per second per client:
+	// one every 10 s, 3 per 30-second token lifetime. With a burst of 4
+	// and a server's cap of engine.PendingTokensPerClientID pending
+	// entries per client id, an account holds at most 4 entries of a
+	// server's history at any time and 3 in the long run (finished
+	// handshakes or not), so filling the smallest history
+	// (engine.MinTokenHistorySize), which locks every new player out,
+	// takes hundreds of accounts (the README's figures). A player needs
+	// one token per connection attempt.
+	DefaultRatePerSecond = 0.1
 	// DefaultRateBurst is how many tokens a client may get at once.
-	DefaultRateBurst = 5
+	DefaultRateBurst = 4
 	// DefaultMaxIdentities bounds the table of per-client buckets.
 	DefaultMaxIdentities = 1 << 16
 
@@ -26,10 +34,10 @@ const (
 // token bucket of Burst tokens refilled at PerSecond. Zero fields take the
 // defaults.
 type RateLimit struct {
-	// PerSecond is the sustained rate per client id (default 1; allowed
+	// PerSecond is the sustained rate per client id (default 0.1; allowed
 	// more than 0 up to 1e6).
 	PerSecond float64
-	// Burst is how many requests a client id may make at once (default 5;
+	// Burst is how many requests a client id may make at once (default 4;
 	// allowed 1 to 2^20).
 	Burst int
 	// MaxIdentities bounds the table of buckets (default 65536; allowed 1

@@ -139,7 +139,7 @@ func (r *running) get(path string) (int, string) {
 func (r *running) token(id uint64) []byte {
 	r.t.Helper()
 	tok, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: protocol, PrivateKey: r.key, ClientID: id,
-		PublicAddresses: r.srv.PublicAddresses(), ExpireSeconds: 60, TimeoutSeconds: 10})
+		PublicAddresses: r.srv.PublicAddresses(), ExpireSeconds: 30, TimeoutSeconds: 10})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (r *rig) token(id, p uint64, k []byte) []byte {
 		k = r.key
 	}
 	tok, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: p, PrivateKey: k, ClientID: id,
-		PublicAddresses: r.srv.PublicAddresses(), ExpireSeconds: 60, TimeoutSeconds: 10})
+		PublicAddresses: r.srv.PublicAddresses(), ExpireSeconds: 30, TimeoutSeconds: 10})
 	if err != nil {
 		r.t.Fatal(err)
 	}

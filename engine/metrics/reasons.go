@@ -46,6 +46,9 @@ var (
 		engine.ServerDropChallengeMismatch: "challenge_mismatch",
 		engine.ServerDropAppBacklog:        "app_backlog",
 		engine.ServerDropRequestRate:       "request_rate",
+		engine.ServerDropTokenTooLong:      "token_too_long",
+		engine.ServerDropTokenNoTimeout:    "token_no_timeout",
+		engine.ServerDropTokenClientLimit:  "token_client_limit",
 	}
 )
 

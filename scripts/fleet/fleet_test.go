@@ -175,7 +175,8 @@ func TestFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := backend.NewHandler(backend.Config{ProtocolID: protocol, PrivateKey: key,
-		Authenticate: secrets.Authenticate, Directory: dir, TimeoutSeconds: timeout})
+		Authenticate: secrets.Authenticate, Directory: dir, TimeoutSeconds: timeout,
+		RateLimit: fleetRateLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/netcode-go/netcode/engine/backend"
 )
+
+// fleetRateLimit is the token service's per-player rate here: the churn
+// has every player rejoin every few seconds, far above the default (one
+// token per 10 s, burst 4), which suits real players.
+var fleetRateLimit = backend.RateLimit{PerSecond: 1, Burst: 5}
 
 // protocolHex is the fleet's protocol id.
 const protocolHex = "f1ee7"
@@ -183,7 +190,8 @@ func startFleet(ctx context.Context, o *options, tl *timeline) (*procs, *fleet, 
 	svc, err := startProc("netcode-token", filepath.Join(ps.work, "netcode-token.log"), tokenBin, "serve",
 		"-listen", tcp.String(), "-protocol", protocolHex, "-key-file", key,
 		"-auth", "bearer", "-secrets-file", secrets, "-health-servers", strings.Join(health, ","),
-		"-timeout", fmt.Sprint(o.timeout))
+		"-timeout", fmt.Sprint(o.timeout),
+		"-rate", fmt.Sprint(fleetRateLimit.PerSecond), "-burst", fmt.Sprint(fleetRateLimit.Burst))
 	if err != nil {
 		return fail(err)
 	}
