@@ -18,6 +18,7 @@ import (
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine/backend"
 	"github.com/netcode-go/netcode/engine/metrics"
+	"github.com/netcode-go/netcode/engine/metrics/tokenservice"
 )
 
 // serveOptions are serve's flags.
@@ -59,7 +60,7 @@ func (l *selectorList) Set(s string) error {
 func serveFlags() (*cli.FlagSet, *serveOptions) {
 	o := &serveOptions{}
 	fs := newFlagSet("serve", "-protocol HEX -key-file F -auth dev|bearer [-secrets-file F] -servers A,B | -health-servers URL=ADDR,... | -agones-url URL [flags]")
-	fs.HostPort(&o.listen, "listen", "127.0.0.1:8080", false, "`ADDR` to serve HTTP on; POST /token answers with a token, GET /healthz with 200, GET /metrics with the service's metrics")
+	fs.HostPort(&o.listen, "listen", "127.0.0.1:8080", false, "`ADDR` to serve HTTP on; POST /token answers with a token, GET /healthz with 200, GET /readyz with 200 while a server can be offered, GET /metrics with the service's metrics")
 	fs.Hex(&o.protocol, "protocol", "protocol id: 1 to 16 `HEX` digits (required)")
 	fs.StringVar(&o.keyFile, "key-file", "", "`FILE` holding the private key as 64 hex digits (default: $"+keyEnv+")")
 	fs.Int64(&o.lifetime, "lifetime", int64(defaultTokenLifetime/time.Second), 1, 86400, false, "token lifetime in `SECONDS`, 1 to 86400; must equal the servers' -token-lifetime")
@@ -87,11 +88,31 @@ func serveFlags() (*cli.FlagSet, *serveOptions) {
 }
 
 // registry is the service's metrics registry: the Go runtime's and the
-// process's collectors, and netcode_build_info.
-func registry(b cli.BuildInfo) metrics.Registry {
+// process's collectors, netcode_build_info and the handler's and its
+// health directory's series.
+func registry(b cli.BuildInfo, h *backend.Handler, dir backend.Directory) metrics.Registry {
 	reg := metrics.NewRegistry()
 	reg.MustRegister(metrics.NewBuildInfo(b.Version, b.Revision, b.GoVersion))
+	health, _ := dir.(*backend.HealthDirectory)
+	reg.MustRegister(tokenservice.NewCollector(h, health))
 	return reg
+}
+
+// ready reports whether the service can offer a server: with a health
+// directory, some server answered ready at the last probe (or none was
+// probed yet); with the other directories, always.
+func ready(dir backend.Directory) bool {
+	health, ok := dir.(*backend.HealthDirectory)
+	if !ok {
+		return true
+	}
+	states := health.States(nil)
+	for _, s := range states {
+		if s.Up {
+			return true
+		}
+	}
+	return len(states) == 0
 }
 
 // newLogger makes the structured logger of -log-format and -log-level
@@ -130,7 +151,14 @@ func runServe(e *env, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/token", h)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.Handle("GET /metrics", metrics.Handler(registry(b), logger))
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready(cfg.Directory) {
+			http.Error(w, "no server answered ready at the last probe", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.Handle("GET /metrics", metrics.Handler(registry(b, h, cfg.Directory), logger))
 	raw, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err

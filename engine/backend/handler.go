@@ -25,6 +25,7 @@ type Handler struct {
 	key      *[codec.KeyBytes]byte
 	limiter  *limiter
 	failures *failures
+	counters handlerCounters
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -154,6 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		TimeoutSeconds: h.cfg.TimeoutSeconds,
 		Servers:        names,
 	})
+	h.counters.issued.Add(1)
 	log.Info("connect token issued", slog.Any("servers", names))
 }
 
@@ -220,6 +222,7 @@ func (h *Handler) failLogged(w http.ResponseWriter, log *slog.Logger, caller net
 	if ok, unlogged := h.failures.refuse(caller, h.cfg.Now(), spend); ok {
 		h.logRefused(log.With(slog.Int("unlogged_since_last", unlogged)), status, code)
 	}
+	h.counters.refuse(code)
 	h.write(w, status, ErrorResponse{Error: ErrorBody{Code: code, Message: message}})
 }
 
@@ -229,6 +232,7 @@ func (h *Handler) tooLarge(w http.ResponseWriter, log *slog.Logger) {
 
 func (h *Handler) fail(w http.ResponseWriter, log *slog.Logger, status int, code, message string) {
 	h.logRefused(log, status, code)
+	h.counters.refuse(code)
 	h.write(w, status, ErrorResponse{Error: ErrorBody{Code: code, Message: message}})
 }
 
