@@ -56,7 +56,7 @@ func newBot(o options, i int, key []byte, server netip.AddrPort, now time.Time) 
 		return nil, err
 	}
 	token, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: protocolID, PrivateKey: key, ClientID: uint64(i + 1),
-		PublicAddresses: []netip.AddrPort{server}, ExpireSeconds: 60, TimeoutSeconds: 10, Now: now})
+		PublicAddresses: []netip.AddrPort{server}, ExpireSeconds: 30, TimeoutSeconds: 10, Now: now})
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func runMessages(o *options) error {
 		}
 		defer c.Close()
 		token, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: o.protocolID, PrivateKey: o.key, ClientID: uint64(i + 1),
-			PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 300, TimeoutSeconds: 10, Now: now})
+			PublicAddresses: srv.PublicAddresses(), ExpireSeconds: 30, TimeoutSeconds: 10, Now: now})
 		if err != nil {
 			return err
 		}

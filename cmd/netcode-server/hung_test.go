@@ -92,7 +92,7 @@ func TestSIGTERMHungGame(t *testing.T) {
 		t.Fatalf("the command did not serve within 30 s:\n%s", logs.String())
 	}
 	tok, err := engine.GenerateConnectToken(engine.TokenParams{ProtocolID: 0x5eed, PrivateKey: key, ClientID: 1,
-		PublicAddresses: []netip.AddrPort{public}, ExpireSeconds: 60, TimeoutSeconds: 30})
+		PublicAddresses: []netip.AddrPort{public}, ExpireSeconds: 30, TimeoutSeconds: 30})
 	if err != nil {
 		t.Fatal(err)
 	}

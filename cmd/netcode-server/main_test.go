@@ -51,7 +51,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	env := map[string]string{
 		"NETCODE_BIND": "127.0.0.1:1000,[::1]:1000", "NETCODE_PUBLIC": "203.0.113.1:1000",
 		"NETCODE_PROTOCOL": "abc", "NETCODE_KEY_FILE": "/k", "NETCODE_MAX_CLIENTS": "7", "NETCODE_SHARDS": "3",
-		"NETCODE_HTTP": "127.0.0.1:9", "NETCODE_DRAIN_GRACE": "5s", "NETCODE_TOKEN_LIFETIME": "60s",
+		"NETCODE_HTTP": "127.0.0.1:9", "NETCODE_DRAIN_GRACE": "5s", "NETCODE_GAME_STALL": "2s", "NETCODE_TOKEN_LIFETIME": "60s",
 		"NETCODE_AGONES": "true", "NETCODE_AGONES_TRACKING": "list", "NETCODE_AGONES_PORT": "game",
 		"NETCODE_GAME": "relay", "NETCODE_TICK": "60", "NETCODE_LOG_FORMAT": "json", "NETCODE_LOG_LEVEL": "debug",
 	}
@@ -60,9 +60,9 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := []any{o.binds.String(), o.public.String(), o.protocolHex, o.keyFile, o.maxClients, o.shards, o.httpAddr,
-		o.drainGrace, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel}
+		o.drainGrace, o.gameStall, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel}
 	want := []any{"127.0.0.2:5", "203.0.113.1:1000", "abc", "/k", 9, 3, "127.0.0.1:9",
-		5 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug"}
+		5 * time.Second, 2 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("option %d: %v; want %v", i, got[i], want[i])
