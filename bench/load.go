@@ -502,7 +502,11 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	var eng *engine.Client
 	if l.cfg.Bare {
 		cl = newBareClient(conn, l.cfg.Server, time.Duration(l.cfg.TimeoutSeconds)*time.Second, queue)
-	} else if eng, err = engine.NewClient(engine.ClientConfig{ReceiveQueueSize: queue, Reliable: l.cfg.Reliable}, conn); err != nil {
+	} else if eng, err = engine.NewClient(engine.ClientConfig{ReceiveQueueSize: queue, Reliable: l.cfg.Reliable,
+		// A load of thousands connecting at once can keep a server busy
+		// past the 1 s default: keep asking for the token's timeout, as
+		// the standard does, rather than give up.
+		NoChallengeTimeout: -1}, conn); err != nil {
 		if own != nil {
 			own.Close()
 		}
