@@ -48,6 +48,11 @@ func (c *mmsgConn) SetShedding(prefix byte, keep float64) error {
 	if math.IsNaN(keep) || keep < 0 {
 		return fmt.Errorf("batchio: shedding keep fraction %v; allowed 0 to 1", keep)
 	}
+	if c.limit != nil {
+		// The socket's one filter slot holds the source limit, which
+		// sheds too.
+		return c.limit.setShedding(prefix, keep)
+	}
 	var serr error
 	var control func(fd uintptr)
 	if keep >= 1 {
