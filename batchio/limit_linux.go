@@ -187,7 +187,7 @@ func attachSourceLimit(fd int, ipv6 bool, l SourceLimit) (*sourceLimiter, error)
 		sl.close()
 		hint := ""
 		if errors.Is(err, unix.EPERM) {
-			hint = " (needs CAP_BPF, or root)"
+			hint = " (needs CAP_BPF, or CAP_SYS_ADMIN)"
 		}
 		return nil, fmt.Errorf("batchio: source limit: %w: %s: %w%s", errNoEBPF, what, err, hint)
 	}
