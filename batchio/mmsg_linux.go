@@ -106,7 +106,7 @@ var (
 // Listen opens a UDP socket on addr: IPv4 for an IPv4 (or IPv4-mapped)
 // address, IPv6-only for an IPv6 one, so serve both families with two
 // sockets. On Linux it reads and writes batches with recvmmsg/sendmmsg
-// and has every capability (Waker, Shedder, StatsReader).
+// and has every capability (Waker, Shedder, StatsReader, SourceLimiter).
 func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
 	c, err := listenMmsg(addr, cfg)
 	if err != nil {
