@@ -3,6 +3,7 @@
 package batchio
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -28,7 +29,10 @@ import (
 //  2. The limit: the source address and port key an LRU hash holding the
 //     source's theoretical arrival time (GCRA, a token bucket in one
 //     word): a datagram arriving more than (Burst-1) intervals before it
-//     is dropped; otherwise it is kept and the time moves one interval on.
+//     is dropped; otherwise it is kept and the time moves one interval on
+//     per started limitUnit bytes. Every netcode packet fits in one unit;
+//     a flood of larger junk (9,000 B) is held to the same bytes a
+//     second, not the same datagrams, so it cannot fill the queue faster.
 //
 // Updates of one source's word from two CPUs at once may lose one of them
 // (a datagram let through that would have been counted): the receive
@@ -51,6 +55,10 @@ const (
 	stKey   = -24 // key, 24 bytes reserved
 	stIndex = -32 // u32 map index
 	stValue = -40 // u64 new map value
+	// limitUnit is the bytes (UDP header and payload) one datagram's
+	// share of the rate covers: above the largest netcode packet (1,225
+	// B and the header).
+	limitUnit = 1280
 	// bpfHdrStartNet is BPF_HDR_START_NET for bpf_skb_load_bytes_relative.
 	bpfHdrStartNet = 1
 )
@@ -71,7 +79,7 @@ type sourceLimiter struct {
 // limitProgram assembles the filter for a socket of the family (ipv6)
 // with the maps' descriptors.
 func limitProgram(ipv6 bool, l SourceLimit, cfgFD, countsFD, sourcesFD int) asm.Instructions {
-	interval := int64(1e9 / l.Rate)
+	interval := int64(1e9 / l.Rate) // 0 above 1e9/s: no limit
 	tolerance := int64(l.Burst-1) * interval
 	addrOff, addrLen := int64(12), int64(4) // IPv4 source address
 	if ipv6 {
@@ -122,6 +130,12 @@ func limitProgram(ipv6 bool, l SourceLimit, cfgFD, countsFD, sourcesFD int) asm.
 		asm.JNE.Imm(asm.R0, 0, "pass"),
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0), // now
+		// The cost: an interval per started limitUnit bytes.
+		asm.LoadMem(asm.R8, asm.R6, 0, asm.Word), // skb->len: UDP header and payload
+		asm.Add.Imm(asm.R8, limitUnit-1),
+		asm.Div.Imm(asm.R8, limitUnit),
+		asm.LoadImm(asm.R3, interval, asm.DWord),
+		asm.Mul.Reg(asm.R8, asm.R3),
 		asm.LoadMapPtr(asm.R1, sourcesFD),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stKey),
@@ -134,14 +148,12 @@ func limitProgram(ipv6 bool, l SourceLimit, cfgFD, countsFD, sourcesFD int) asm.
 		asm.Sub.Reg(asm.R2, asm.R7),
 		asm.LoadImm(asm.R3, tolerance, asm.DWord),
 		asm.JGT.Reg(asm.R2, asm.R3, "limited"),
-		asm.LoadImm(asm.R3, interval, asm.DWord),
-		asm.Add.Reg(asm.R1, asm.R3),
+		asm.Add.Reg(asm.R1, asm.R8),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 		asm.Ja.Label("pass"),
 
 		// A source not seen (or forgotten): its first datagram.
-		asm.LoadImm(asm.R3, interval, asm.DWord).WithSymbol("new"),
-		asm.Add.Reg(asm.R7, asm.R3),
+		asm.Add.Reg(asm.R7, asm.R8).WithSymbol("new"),
 		asm.StoreMem(asm.RFP, stValue, asm.R7, asm.DWord),
 		asm.LoadMapPtr(asm.R1, sourcesFD),
 		asm.Mov.Reg(asm.R2, asm.RFP),
@@ -223,9 +235,9 @@ func (sl *sourceLimiter) setShedding(prefix byte, keep float64) error {
 	var v [cfgSize]byte
 	if keep < 1 {
 		threshold := uint32(math.Min(math.Max(keep, 0)*(1<<32), math.MaxUint32))
-		*(*uint32)(unsafe.Pointer(&v[cfgThreshold])) = threshold
-		*(*uint32)(unsafe.Pointer(&v[cfgPrefix])) = uint32(prefix)
-		*(*uint32)(unsafe.Pointer(&v[cfgOn])) = 1
+		binary.NativeEndian.PutUint32(v[cfgThreshold:], threshold)
+		binary.NativeEndian.PutUint32(v[cfgPrefix:], uint32(prefix))
+		binary.NativeEndian.PutUint32(v[cfgOn:], 1)
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()

@@ -43,7 +43,7 @@ func dialFrom(t *testing.T, c Conn) *net.UDPConn {
 // until a read finds the queue empty after settle has passed.
 func drainBySource(t *testing.T, c Conn, got map[netip.AddrPort]int, settle time.Duration) {
 	t.Helper()
-	msgs := makeMsgs(64, 2048)
+	msgs := makeMsgs(64, 9216)
 	end := time.Now().Add(settle)
 	for {
 		n, err := c.ReadBatch(msgs)
@@ -305,5 +305,40 @@ func BenchmarkSourceLimitProgram(b *testing.B) {
 			}
 			b.ReportMetric(float64(d.Nanoseconds()), "ns/datagram")
 		})
+	}
+}
+
+// TestSourceLimitBytes: a datagram larger than any netcode packet costs
+// one share of the rate per started 1,280 bytes, and the largest netcode
+// packet costs one.
+func TestSourceLimitBytes(t *testing.T) {
+	const rate, burst, flood = 100, 80, 400
+	c := listenLimited(t, "127.0.0.1:0", SourceLimit{Rate: rate, Burst: burst})
+	big, player := dialFrom(t, c), dialFrom(t, c)
+	got := map[netip.AddrPort]int{}
+	jumbo, largest := make([]byte, 9000), make([]byte, 1225)
+	start := time.Now()
+	for i := range flood {
+		if _, err := big.Write(jumbo); err != nil {
+			t.Fatal(err)
+		}
+		if i < burst {
+			if _, err := player.Write(largest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%16 == 15 {
+			drainBySource(t, c, got, 0)
+		}
+	}
+	elapsed := time.Since(start)
+	drainBySource(t, c, got, 50*time.Millisecond)
+	if n := got[srcOf(player)]; n != burst {
+		t.Errorf("%d of %d datagrams of 1,225 B (a burst) got through; want all", n, burst)
+	}
+	// 9,008 bytes are 8 units: the burst holds 10 of them.
+	most := (burst+int(rate*elapsed.Seconds()))/8 + 2
+	if n := got[srcOf(big)]; n < burst/8 || n > most {
+		t.Errorf("%d of %d datagrams of 9,000 B got through in %v; want %d to %d", n, flood, elapsed, burst/8, most)
 	}
 }
