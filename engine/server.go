@@ -644,9 +644,6 @@ func (s *Server) LocalAddrs() []netip.AddrPort {
 	return out
 }
 
-// warnBufferShortfall logs a warning when the kernel granted a socket less
-// buffer than asked for (raise net.core.rmem_max/wmem_max, or run with
-// CAP_NET_ADMIN): a burst larger than the buffer is dropped by the kernel.
 // warnNoSourceLimit logs a socket opened without the per-source limit
 // it was asked for (batchio.SourceLimit.Optional): eBPF is unavailable.
 func warnNoSourceLimit(log *slog.Logger, c batchio.Conn) {
@@ -660,6 +657,9 @@ func warnNoSourceLimit(log *slog.Logger, c batchio.Conn) {
 	}
 }
 
+// warnBufferShortfall logs a warning when the kernel granted a socket less
+// buffer than asked for (raise net.core.rmem_max/wmem_max, or run with
+// CAP_NET_ADMIN): a burst larger than the buffer is dropped by the kernel.
 func warnBufferShortfall(log *slog.Logger, c batchio.Conn) {
 	st, ok := batchio.As[batchio.StatsReader](c)
 	if !ok || log == nil {

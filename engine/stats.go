@@ -141,8 +141,9 @@ type ServerStats struct {
 	// when it counts them (batchio.StatsReader).
 	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
 	// KernelDrops is the datagrams the kernel dropped for the socket
-	// before the shard could read them: shed connection requests and
-	// overflows of its receive queue (batchio.Shedder sockets).
+	// before the shard could read them: shed connection requests, those
+	// over the per-source limit and overflows of its receive queue
+	// (batchio.Shedder sockets).
 	KernelDrops uint64
 	// SourceDrops is the part of KernelDrops that the socket's
 	// per-source limit dropped (batchio.Config.SourceLimit): datagrams of

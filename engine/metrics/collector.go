@@ -112,7 +112,7 @@ func NewCollector(srv *engine.Server, opts ...Option) *Collector {
 	gauge("request_shed_shift", "Kernel shedding of connection requests in force: the socket keeps 1 in 2^shift (0: all).", func(s *engine.ServerStats) uint64 { return uint64(s.ShedShift) })
 	counter("request_shed_changes_total", "Adjustments of the kernel shedding of connection requests.", func(s *engine.ServerStats) uint64 { return s.ShedChanges })
 	counter("request_shed_errors_total", "Sockets where setting the shedding filter failed (shedding is then off there).", func(s *engine.ServerStats) uint64 { return s.ShedErrors })
-	counter("kernel_dropped_packets_total", "Datagrams the kernel dropped before the shard read them: shed requests and receive-queue overflows.", func(s *engine.ServerStats) uint64 { return s.KernelDrops })
+	counter("kernel_dropped_packets_total", "Datagrams the kernel dropped before the shard read them: shed requests, those over the per-source limit and receive-queue overflows.", func(s *engine.ServerStats) uint64 { return s.KernelDrops })
 	counter("source_limited_packets_total", "Datagrams the kernel's per-source limit dropped (part of kernel_dropped_packets_total).", func(s *engine.ServerStats) uint64 { return s.SourceDrops })
 	counter("shard_loops_total", "Passes of the shard's loop.", func(s *engine.ServerStats) uint64 { return s.Loops })
 	counter("shard_parks_total", "Passes that waited for the network (idle).", func(s *engine.ServerStats) uint64 { return s.Parks })
