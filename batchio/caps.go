@@ -25,7 +25,8 @@ type Shedder interface {
 	// through. keep >= 1 removes the filter.
 	SetShedding(prefix byte, keep float64) error
 	// KernelDrops returns how many datagrams the kernel has dropped for
-	// the socket: shed, or turned away by a full receive queue.
+	// the socket: shed, over a source's limit (SourceLimiter), or turned
+	// away by a full receive queue.
 	KernelDrops() uint64
 }
 

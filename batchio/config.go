@@ -41,6 +41,9 @@ type Config struct {
 	// Stats.BlockingWait tells a caller to do. Linux only; ignored
 	// elsewhere.
 	BlockingWait bool
+	// SourceLimit drops, in the kernel, what any one source sends beyond
+	// a rate (an eBPF socket filter, Linux). Off by default.
+	SourceLimit SourceLimit
 }
 
 const (
@@ -72,5 +75,5 @@ func (c *Config) validate() error {
 	if c.TOS < 0 || c.TOS > 255 {
 		return fmt.Errorf("batchio: TOS %d; want 0 to 255", c.TOS)
 	}
-	return nil
+	return c.SourceLimit.validate()
 }

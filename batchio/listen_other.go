@@ -11,14 +11,23 @@ import (
 // address, IPv6-only for an IPv6 one, so serve both families with two
 // sockets. Outside Linux it is the portable socket, one system call per
 // datagram, which is a Waker and a StatsReader; of cfg only the buffer
-// sizes apply (BlockingWait is ignored, PacketInfo is an error).
+// sizes apply (BlockingWait is ignored, PacketInfo is an error, and so is
+// SourceLimit unless Optional).
 func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
 	if cfg.PacketInfo {
 		return nil, errors.New("batchio: PacketInfo needs Linux")
+	}
+	if cfg.SourceLimit.Rate > 0 && !cfg.SourceLimit.Optional {
+		return nil, errNoLimit
 	}
 	c, err := listenUDP(addr, cfg, udpLimits{})
 	if err != nil {
 		return nil, err
 	}
+	if cfg.SourceLimit.Rate > 0 {
+		c.limitErr = errNoLimit
+	}
 	return c, nil
 }
+
+var errNoLimit = errors.New("batchio: source limit: eBPF socket filters need Linux; set SourceLimit.Optional to run without it")

@@ -89,19 +89,24 @@ type mmsgConn struct {
 	recvBufGot, sendBufGot   int
 	recvBufWant, sendBufWant int
 	meminfo                  meminfo // KernelDrops: any goroutine
+	// limit is the per-source limit's filter (nil: none); limitErr why
+	// one asked for as Optional is not attached.
+	limit    *sourceLimiter
+	limitErr error
 }
 
 var (
-	_ Conn        = (*mmsgConn)(nil)
-	_ StatsReader = (*mmsgConn)(nil)
-	_ Waker       = (*mmsgConn)(nil)
-	_ Shedder     = (*mmsgConn)(nil)
+	_ Conn          = (*mmsgConn)(nil)
+	_ StatsReader   = (*mmsgConn)(nil)
+	_ Waker         = (*mmsgConn)(nil)
+	_ Shedder       = (*mmsgConn)(nil)
+	_ SourceLimiter = (*mmsgConn)(nil)
 )
 
 // Listen opens a UDP socket on addr: IPv4 for an IPv4 (or IPv4-mapped)
 // address, IPv6-only for an IPv6 one, so serve both families with two
 // sockets. On Linux it reads and writes batches with recvmmsg/sendmmsg
-// and has every capability (Waker, Shedder, StatsReader).
+// and has every capability (Waker, Shedder, StatsReader, SourceLimiter).
 func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
 	c, err := listenMmsg(addr, cfg)
 	if err != nil {
@@ -149,6 +154,15 @@ func listenMmsg(addr netip.AddrPort, cfg Config) (*mmsgConn, error) {
 		blocking:    cfg.BlockingWait,
 	}
 	c.gso.Store(!cfg.DisableGSO && probeGSO(fd))
+	if l := cfg.SourceLimit; l.Rate > 0 {
+		if c.limit, err = attachLimit(fd, ipv6, l); err != nil {
+			if !l.Optional {
+				file.Close()
+				return nil, err
+			}
+			c.limitErr = err
+		}
+	}
 	if c.blocking {
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 			file.Close()
@@ -204,6 +218,7 @@ func (c *mmsgConn) Stats() Stats {
 		RecvBufferWant: c.recvBufWant, RecvBufferGot: c.recvBufGot,
 		SendBufferWant: c.sendBufWant, SendBufferGot: c.sendBufGot,
 		GSO: c.gso.Load(), BlockingWait: c.blocking,
+		SourceLimit: c.limit != nil, SourceLimitErr: c.limitErr,
 	}
 }
 
@@ -215,6 +230,11 @@ func (c *mmsgConn) Close() error {
 	err := c.file.Close() // a poll in progress keeps the descriptor until it returns
 	if c.efd >= 0 {
 		unix.Close(c.efd)
+	}
+	if c.limit != nil {
+		// The socket's reference frees the program when its last
+		// user (a poll in progress) lets go of the descriptor.
+		c.limit.close()
 	}
 	return err
 }

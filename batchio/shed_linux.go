@@ -48,6 +48,11 @@ func (c *mmsgConn) SetShedding(prefix byte, keep float64) error {
 	if math.IsNaN(keep) || keep < 0 {
 		return fmt.Errorf("batchio: shedding keep fraction %v; allowed 0 to 1", keep)
 	}
+	if c.limit != nil {
+		// The socket's one filter slot holds the source limit, which
+		// sheds too.
+		return c.limit.setShedding(prefix, keep)
+	}
 	var serr error
 	var control func(fd uintptr)
 	if keep >= 1 {
@@ -77,8 +82,8 @@ func (c *mmsgConn) SetShedding(prefix byte, keep float64) error {
 }
 
 // KernelDrops returns how many datagrams the kernel dropped for the socket
-// before they could be read: its receive queue was full, or its shedding
-// filter turned them away (SO_MEMINFO's count, which wraps at 2^32). It is
+// before they could be read: its receive queue was full, or its filter
+// (shedding, the per-source limit) turned them away (SO_MEMINFO's count, which wraps at 2^32). It is
 // a system call, safe from any goroutine; 0 if the socket is closed.
 func (c *mmsgConn) KernelDrops() uint64 {
 	m := &c.meminfo

@@ -26,4 +26,9 @@ type Stats struct {
 	// poll(2) (Config.BlockingWait): the reading goroutine should be
 	// locked to its thread.
 	BlockingWait bool
+	// SourceLimit reports that the socket's per-source limit is attached
+	// (Config.SourceLimit). SourceLimitErr says why a limit asked for
+	// with Optional is not: eBPF is unavailable.
+	SourceLimit    bool
+	SourceLimitErr error
 }

@@ -79,6 +79,7 @@ type udpConn struct {
 		inboxFull, truncated, readErrors, waits       atomic.Uint64
 	}
 	recvBufWant, sendBufWant int
+	limitErr                 error // why Config.SourceLimit is not applied
 }
 
 // udpSlot is one ring entry. Its buffer has one byte more than
@@ -212,6 +213,7 @@ func (c *udpConn) Stats() Stats {
 		SendDropped: c.stats.sendDropped.Load(), Truncated: c.stats.truncated.Load(),
 		Waits:          c.stats.waits.Load(),
 		RecvBufferWant: c.recvBufWant, SendBufferWant: c.sendBufWant,
+		SourceLimitErr: c.limitErr,
 	}
 }
 

@@ -34,6 +34,7 @@ type Flooder struct {
 
 	conn batchio.Conn
 	msgs []batchio.Message
+	raw  *rawSender // a payload flood's spoofing socket, instead of conn
 	sent atomic.Uint64
 	stop atomic.Bool
 	done chan struct{}
@@ -78,7 +79,11 @@ func NewFlooder(server netip.AddrPort, protocolID uint64, bind netip.Addr, gso b
 // scheduling policy cannot be changed.
 func (f *Flooder) Run() error {
 	defer close(f.done)
-	defer f.conn.Close()
+	if f.raw != nil {
+		defer f.raw.close()
+	} else {
+		defer f.conn.Close()
+	}
 	runtime.LockOSThread()
 	if f.Idle {
 		// The thread is not unlocked: it ends with the goroutine, so no
@@ -91,6 +96,10 @@ func (f *Flooder) Run() error {
 		defer runtime.UnlockOSThread()
 	}
 	for !f.stop.Load() {
+		if f.raw != nil {
+			f.sent.Add(uint64(f.raw.send()))
+			continue
+		}
 		n, err := f.conn.WriteBatch(f.msgs)
 		f.sent.Add(uint64(n))
 		if err != nil {

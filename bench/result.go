@@ -185,6 +185,13 @@ type Result struct {
 	// ShedOff: the server ran with its kernel shedding of request floods
 	// turned off (netbench -no-shed).
 	ShedOff bool `json:"shed_off,omitempty"`
+	// FloodKind is what the flood sent: requests (forged connection
+	// requests from one socket) or payload (junk payload packets from a
+	// connected player's address).
+	FloodKind string `json:"flood_kind,omitempty"`
+	// SourceLimit is the server's kernel per-source limit: off, on, or
+	// fallback (asked for, but eBPF was unavailable: netbench -no-bpf).
+	SourceLimit string `json:"source_limit,omitempty"`
 
 	LoadSockets    string       `json:"load_sockets"` // shared or per-client
 	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets
@@ -368,9 +375,16 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if r.FloodAt == "sink" {
 			at = " to the drop sink (control)"
 		}
-		row("flood", "%.0f bad requests/s sent%s, server dropped %s/s", *r.FloodSentPPS, at, optFloat(r.ServerDropsPerS, "%.0f"))
+		what := "bad requests"
+		if r.FloodKind == "payload" {
+			what = "junk payloads from a player's address"
+		}
+		row("flood", "%.0f %s/s sent%s, server dropped %s/s", *r.FloodSentPPS, what, at, optFloat(r.ServerDropsPerS, "%.0f"))
+		if r.SourceLimit != "" && r.SourceLimit != "off" {
+			row("source limit", "%s", r.SourceLimit)
+		}
 		if r.KernelDropsPerS != nil {
-			row("kernel", "dropped %.0f/s before the server read them (shed requests, full queue)", *r.KernelDropsPerS)
+			row("kernel", "dropped %.0f/s before the server read them (shed requests, per-source limit, full queue)", *r.KernelDropsPerS)
 		}
 	}
 	if f := r.ReliableLoad; f != nil {

@@ -127,6 +127,7 @@ func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Se
 		}
 		for _, c := range group {
 			warnBufferShortfall(cfg.Logger, c)
+			warnNoSourceLimit(cfg.Logger, c)
 		}
 		conns = append(conns, group...)
 	}
@@ -657,6 +658,19 @@ func (s *Server) LocalAddrs() []netip.AddrPort {
 		out[i] = sh.conn.LocalAddr()
 	}
 	return out
+}
+
+// warnNoSourceLimit logs a socket opened without the per-source limit
+// it was asked for (batchio.SourceLimit.Optional): eBPF is unavailable.
+func warnNoSourceLimit(log *slog.Logger, c batchio.Conn) {
+	st, ok := batchio.As[batchio.StatsReader](c)
+	if !ok || log == nil {
+		return
+	}
+	if err := st.Stats().SourceLimitErr; err != nil {
+		log.Warn("netcode: kernel per-source limit is off on this socket",
+			slog.String("addr", c.LocalAddr().String()), slog.Any("error", err))
+	}
 }
 
 // warnBufferShortfall logs a warning when the kernel granted a socket less

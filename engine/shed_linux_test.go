@@ -19,14 +19,20 @@ import (
 // most of the flood before it is queued (counted by the kernel); a
 // connected client stays connected; when the flood stops the filter goes.
 func TestSheddingLoopback(t *testing.T) {
-	t.Run("manual", func(t *testing.T) { testSheddingLoopback(t, true) })
-	t.Run("default", func(t *testing.T) { testSheddingLoopback(t, false) })
+	t.Run("manual", func(t *testing.T) { testSheddingLoopback(t, true, batchio.SourceLimit{}) })
+	t.Run("default", func(t *testing.T) { testSheddingLoopback(t, false, batchio.SourceLimit{}) })
+	// The eBPF filter of the per-source limit sheds in its stead (a rate
+	// no flood reaches, so that shedding does the dropping).
+	t.Run("source-limit", func(t *testing.T) { testSheddingLoopback(t, false, batchio.SourceLimit{Rate: 1 << 30}) })
 }
 
-func testSheddingLoopback(t *testing.T, manual bool) {
+func testSheddingLoopback(t *testing.T, manual bool, limit batchio.SourceLimit) {
 	w := &e2eWorld{t: t, handle: func(*Event) {}}
 	defer w.close()
-	sconn := listenOrSkip(t, "127.0.0.1:0")
+	sconn, lerr := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20, SourceLimit: limit})
+	if lerr != nil {
+		t.Skipf("cannot listen: %v", lerr)
+	}
 	w.closers = append(w.closers, sconn)
 	shedder, ok := batchio.As[batchio.Shedder](sconn)
 	if !ok {

@@ -158,9 +158,14 @@ type ServerStats struct {
 	// when it counts them (batchio.StatsReader).
 	RecvCalls, RecvPackets, SendCalls, SendPackets uint64
 	// KernelDrops is the datagrams the kernel dropped for the socket
-	// before the shard could read them: shed connection requests and
-	// overflows of its receive queue (batchio.Shedder sockets).
+	// before the shard could read them: shed connection requests, those
+	// over the per-source limit and overflows of its receive queue
+	// (batchio.Shedder sockets).
 	KernelDrops uint64
+	// SourceDrops is the part of KernelDrops that the socket's
+	// per-source limit dropped (batchio.Config.SourceLimit): datagrams of
+	// sources sending above its rate.
+	SourceDrops uint64
 	// RecvBatches and SendBatches count the shard's socket reads and
 	// writes by the datagrams they moved: bucket k counts batches of 2^k to
 	// 2^(k+1)-1 (the last bucket, 64 and more).
@@ -209,6 +214,7 @@ func (s *ServerStats) add(o *ServerStats) {
 	s.SendCalls += o.SendCalls
 	s.SendPackets += o.SendPackets
 	s.KernelDrops += o.KernelDrops
+	s.SourceDrops += o.SourceDrops
 	for i := range s.RecvBatches {
 		s.RecvBatches[i] += o.RecvBatches[i]
 		s.SendBatches[i] += o.SendBatches[i]
@@ -226,6 +232,9 @@ func (sh *shard) readStats(st *ServerStats) {
 	st.SendQueueFull = sh.sendQueueFull.Load()
 	if k, ok := batchio.As[batchio.Shedder](sh.conn); ok {
 		st.KernelDrops = k.KernelDrops()
+	}
+	if l, ok := batchio.As[batchio.SourceLimiter](sh.conn); ok {
+		st.SourceDrops = l.SourceDrops()
 	}
 }
 

@@ -67,7 +67,9 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		"-sweep=" + strconv.FormatBool(o.sweep), "-max-clients", strconv.Itoa(o.maxClients),
 		"-clients", strconv.Itoa(o.clients), "-recv", o.recv, "-batch", strconv.Itoa(o.batch),
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
-		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed)}
+		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed),
+		"-flood-kind", o.floodKind, "-source-limit", o.sourceLimit,
+		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst)}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}
@@ -78,6 +80,12 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		args = append(args, "-trace", o.tracePath)
 	}
 	cmd := exec.Command(exe, args...)
+	if o.noBPF {
+		// Root without these capabilities cannot load eBPF (with
+		// kernel.unprivileged_bpf_disabled set, the default); it keeps
+		// CAP_NET_ADMIN, so the socket buffers are the same.
+		cmd = exec.Command("setpriv", append([]string{"--bounding-set=-bpf,-perfmon,-sys_admin", "--inh-caps=-bpf,-perfmon,-sys_admin", "--", exe}, args...)...)
+	}
 	cmd.Env = append(os.Environ(),
 		envKey+"="+hex.EncodeToString(o.key),
 		envProtocol+"="+strconv.FormatUint(o.protocolID, 16))

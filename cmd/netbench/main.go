@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/codec"
 	"github.com/netcode-go/netcode/engine"
@@ -86,6 +87,12 @@ type options struct {
 	floodAt       string
 	decryptRate   int
 	noShed        bool
+	floodKind     string
+	floodSize     int
+	sourceLimit   string
+	sourceRate    int
+	sourceBurst   int
+	noBPF         bool
 	sockets       bench.LoadSockets
 	workers       int
 	gso           bool
@@ -153,6 +160,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.floodAt, "flood-at", "server", "where the flood goes: server, or sink (a socket beside it whose kernel filter drops everything: the same cost to the load's core, none to the server; a control run)")
 	fs.BoolVar(&o.floodGSO, "flood-gso", true, "the flooder sends with UDP GSO, several times the requests per second of sendmmsg from one core")
 	fs.StringVar(&o.floodPriority, "flood-priority", "idle", "scheduling of the flood thread: idle (SCHED_IDLE: it takes only the CPU time the load generator leaves on its core) or normal (it competes with the load generator)")
+	fs.StringVar(&o.floodKind, "flood-kind", "requests", "what the flood sends: requests (forged connection requests) or payload (junk payload packets of -flood-size from a connected player's address, spoofed with a raw socket: IPv4, root)")
+	fs.IntVar(&o.floodSize, "flood-size", bench.PayloadFloodBytes, "-flood-kind payload: the datagrams' size in bytes")
+	fs.StringVar(&o.sourceLimit, "source-limit", "off", "the server's kernel per-source limit (batchio.SourceLimit): off, on (fail without eBPF) or try (run without it where eBPF is unavailable)")
+	fs.IntVar(&o.sourceRate, "source-rate", batchio.DefaultSourceRate, "with -source-limit, the datagrams per second one source may send")
+	fs.IntVar(&o.sourceBurst, "source-burst", batchio.DefaultSourceBurst, "with -source-limit, the datagrams one source may send at once")
+	fs.BoolVar(&o.noBPF, "no-bpf", false, "start the server child without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (setpriv), so that eBPF cannot load: with -source-limit try, measures the fallback")
 	fs.StringVar(&o.serve, "serve", "", "run only the echo server on `ADDR` (host:port) until interrupted, or for -duration if given")
 	fs.StringVar(&o.target, "target", "", "load an already running server at `ADDR` instead of starting one")
 	fs.StringVar(&o.label, "label", "", "legend label of this run in plots (default: a summary of the configuration)")
@@ -200,6 +213,11 @@ func (o *options) check() error {
 	if o.mode == "game" && !(o.tickHz > 0 && o.tickHz <= bench.MaxTickHz) {
 		return fmt.Errorf("-tick %g: want more than 0 and at most %d Hz", o.tickHz, bench.MaxTickHz)
 	}
+	switch o.sourceLimit {
+	case "off", "on", "try":
+	default:
+		return fmt.Errorf("-source-limit %q: want off, on or try", o.sourceLimit)
+	}
 	if o.child {
 		return nil // the key and protocol come from the environment
 	}
@@ -208,6 +226,12 @@ func (o *options) check() error {
 	}
 	if o.floodAt != "server" && o.floodAt != "sink" {
 		return fmt.Errorf("-flood-at %q: want server or sink", o.floodAt)
+	}
+	if o.floodKind != "requests" && o.floodKind != "payload" {
+		return fmt.Errorf("-flood-kind %q: want requests or payload", o.floodKind)
+	}
+	if o.floodKind == "payload" && o.ipv6 {
+		return errors.New("-flood-kind payload spoofs with a raw IPv4 socket; not with -ipv6")
 	}
 	if o.floodPriority != "idle" && o.floodPriority != "normal" {
 		return fmt.Errorf("-flood-priority %q: want idle or normal", o.floodPriority)

@@ -489,9 +489,23 @@ func (r *runner) flood() func() {
 		}
 		to = sink.Addr()
 	}
-	f, err := bench.NewFlooder(to, r.o.protocolID, bind, r.o.floodGSO)
+	var player *bench.Player
+	var f *bench.Flooder
+	var err error
+	if r.o.floodKind == "payload" {
+		// A player connects, then its address floods (the server's or,
+		// for the control, the sink's port).
+		if player, err = bench.ConnectPlayer(r.server, bind, r.o.key, r.o.protocolID, 1<<40); err == nil {
+			f, err = bench.NewPayloadFlooder(to, player.Addr(), r.o.floodSize)
+		}
+	} else {
+		f, err = bench.NewFlooder(to, r.o.protocolID, bind, r.o.floodGSO)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench: flood:", err)
+		if player != nil {
+			player.Close()
+		}
 		if sink != nil {
 			sink.Close()
 		}
@@ -507,6 +521,9 @@ func (r *runner) flood() func() {
 	return func() {
 		f.Stop()
 		r.floodSent, r.floodS = f.Sent(), time.Since(t0).Seconds()
+		if player != nil {
+			player.Close()
+		}
 		if sink != nil {
 			sink.Close()
 		}
@@ -528,6 +545,14 @@ func (r *runner) floodResult(res *bench.Result, w *window) {
 	res.FloodGSO = &r.o.floodGSO
 	res.FloodAt = r.o.floodAt
 	res.ShedOff = r.o.noShed
+	res.FloodKind = r.o.floodKind
+	res.SourceLimit = r.o.sourceLimit
+	if r.o.sourceLimit == "try" {
+		res.SourceLimit = "on"
+		if r.o.noBPF {
+			res.SourceLimit = "fallback"
+		}
+	}
 }
 
 func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {

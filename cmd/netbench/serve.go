@@ -55,6 +55,9 @@ func (o *options) slots() int {
 		// session whose disconnect is not polled yet beside its successor.
 		return 2 * o.clients
 	}
+	if o.mode == "flood" && o.floodKind == "payload" {
+		return o.clients + 1 // the player whose address floods
+	}
 	return o.clients
 }
 
@@ -64,6 +67,9 @@ func (o *options) slots() int {
 // goroutine (the manual mode). A bare server runs one loop per socket.
 func startServer(o *options, addr netip.AddrPort) (*server, error) {
 	sock := batchio.Config{BatchSize: o.batch, DisableGSO: !o.gso, BlockingWait: o.recv == "block"}
+	if o.sourceLimit != "off" {
+		sock.SourceLimit = batchio.SourceLimit{Rate: o.sourceRate, Burst: o.sourceBurst, Optional: o.sourceLimit == "try"}
+	}
 	s := &server{mode: o.recv, batch: o.batch, done: make(chan error, 1)}
 	if o.bare {
 		conns, err := listenConns(sock, addr, max(o.shards, 1), o.recv)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/agones"
@@ -43,6 +44,9 @@ type options struct {
 	tick           float64
 	logFormat      string
 	logLevel       string
+	sourceLimit    string
+	sourceRate     int
+	sourceBurst    int
 }
 
 func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
@@ -79,7 +83,12 @@ var (
 	trackingChoices  = []string{"counter", "list", "players", "none"}
 	logFormatChoices = []string{"json", "text"}
 	logLevelChoices  = []string{"debug", "info", "warn", "error"}
+	limitChoices     = []string{"off", "on", "try"}
 )
+
+// maxSourceRate bounds -source-rate and -source-burst (batchio allows
+// more; no game needs it).
+const maxSourceRate = 1 << 24
 
 // flagSet defines the command's flags on o.
 func flagSet(o *options) *cli.FlagSet {
@@ -102,6 +111,12 @@ func flagSet(o *options) *cli.FlagSet {
 	fs.StringVar(&o.agonesPort, "agones-port", "", "the GameServer port `NAME` that names the public address (empty: the first)")
 	fs.Choice(&o.game, "game", "echo", gameChoices, "built-in game: echo (payloads back to their sender) or relay (to every other client)")
 	fs.Float(&o.tick, "tick", dedicated.DefaultTickRate, 0, dedicated.MaxTickRate, fmt.Sprintf("game ticks per second, `HZ` above 0 up to %d", dedicated.MaxTickRate))
+	fs.Choice(&o.sourceLimit, "source-limit", "off", limitChoices,
+		"per-source limit in the kernel (an eBPF socket filter; Linux, CAP_BPF): off, on (fail without eBPF) or try (run without it, with a warning)")
+	fs.Int(&o.sourceRate, "source-rate", batchio.DefaultSourceRate, 1, maxSourceRate,
+		fmt.Sprintf("with -source-limit, the datagrams per second one source address and port may send, `N` from 1 to %d", maxSourceRate))
+	fs.Int(&o.sourceBurst, "source-burst", batchio.DefaultSourceBurst, 1, maxSourceRate,
+		fmt.Sprintf("with -source-limit, the datagrams one source may send at once, `N` from 1 to %d", maxSourceRate))
 	fs.Choice(&o.logFormat, "log-format", "text", logFormatChoices, "log format: json or text")
 	fs.Choice(&o.logLevel, "log-level", "info", logLevelChoices, "log level: debug, info, warn or error")
 	fs.Notes("The private key itself may come from $" + keyEnv + " (64 hex digits); it is never a flag.\n" +
@@ -151,4 +166,13 @@ func game(s string) (dedicated.Game, error) {
 		return dedicated.Relay(), nil
 	}
 	return nil, usagef("-game %q: want echo or relay", s)
+}
+
+// socketConfig reads -source-limit, -source-rate and -source-burst.
+func socketConfig(o *options) batchio.Config {
+	var c batchio.Config
+	if o.sourceLimit != "off" {
+		c.SourceLimit = batchio.SourceLimit{Rate: o.sourceRate, Burst: o.sourceBurst, Optional: o.sourceLimit == "try"}
+	}
+	return c
 }

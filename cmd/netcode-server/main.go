@@ -164,6 +164,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 			Shards:                  o.shards,
 			MaxConnectTokenLifetime: o.tokenLifetime,
 		},
+		Socket:     socketConfig(o),
 		Bind:       o.binds,
 		HTTPAddr:   o.httpAddr,
 		TickRate:   o.tick,

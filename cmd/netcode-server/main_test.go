@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 )
 
@@ -51,18 +52,22 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	env := map[string]string{
 		"NETCODE_BIND": "127.0.0.1:1000,[::1]:1000", "NETCODE_PUBLIC": "203.0.113.1:1000",
 		"NETCODE_PROTOCOL": "abc", "NETCODE_KEY_FILE": "/k", "NETCODE_MAX_CLIENTS": "7", "NETCODE_SHARDS": "3",
-		"NETCODE_HTTP": "127.0.0.1:9", "NETCODE_DRAIN_GRACE": "5s", "NETCODE_GAME_STALL": "2s", "NETCODE_TOKEN_LIFETIME": "60s",
+		"NETCODE_HTTP": "127.0.0.1:9", "NETCODE_DRAIN_GRACE": "5s", "NETCODE_TOKEN_LIFETIME": "60s",
 		"NETCODE_AGONES": "true", "NETCODE_AGONES_TRACKING": "list", "NETCODE_AGONES_PORT": "game",
 		"NETCODE_GAME": "relay", "NETCODE_TICK": "60", "NETCODE_LOG_FORMAT": "json", "NETCODE_LOG_LEVEL": "debug",
+		"NETCODE_GAME_STALL":   "2s",
+		"NETCODE_SOURCE_LIMIT": "try", "NETCODE_SOURCE_RATE": "500", "NETCODE_SOURCE_BURST": "50",
 	}
 	o, err := parseFlags([]string{"-max-clients", "9", "-bind", "127.0.0.2:5"}, envOf(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := []any{o.binds.String(), o.public.String(), o.protocolHex, o.keyFile, o.maxClients, o.shards, o.httpAddr,
-		o.drainGrace, o.gameStall, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel}
+		o.drainGrace, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel,
+		o.gameStall, o.sourceLimit, o.sourceRate, o.sourceBurst}
 	want := []any{"127.0.0.2:5", "203.0.113.1:1000", "abc", "/k", 9, 3, "127.0.0.1:9",
-		5 * time.Second, 2 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug"}
+		5 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug",
+		2 * time.Second, "try", 500, 50}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("option %d: %v; want %v", i, got[i], want[i])
@@ -225,5 +230,30 @@ func TestDevMode(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the development key file is still there after exit: %v", err)
+	}
+}
+
+// TestSourceLimitFlags: -source-limit turns the socket's per-source limit
+// on, with the rate and burst given, optional with "try".
+func TestSourceLimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want batchio.SourceLimit
+	}{
+		{nil, batchio.SourceLimit{}},
+		{[]string{"-source-limit", "on"}, batchio.SourceLimit{Rate: batchio.DefaultSourceRate, Burst: batchio.DefaultSourceBurst}},
+		{[]string{"-source-limit", "try", "-source-rate", "300", "-source-burst", "30"}, batchio.SourceLimit{Rate: 300, Burst: 30, Optional: true}},
+		{[]string{"-source-rate", "300"}, batchio.SourceLimit{}},
+	} {
+		o, err := parseFlags(tc.args, envOf(nil), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := socketConfig(o).SourceLimit; got != tc.want {
+			t.Errorf("%q: %+v; want %+v", tc.args, got, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"-source-limit", "yes"}, envOf(nil), io.Discard); err == nil {
+		t.Error("-source-limit yes accepted; want off, on or try")
 	}
 }

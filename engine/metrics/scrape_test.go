@@ -93,6 +93,7 @@ func expected(srv *engine.Server, shards []engine.ServerStats, total engine.Serv
 		put(st.ShedChanges, "netcode_request_shed_changes_total", "shard", s)
 		put(st.ShedErrors, "netcode_request_shed_errors_total", "shard", s)
 		put(st.KernelDrops, "netcode_kernel_dropped_packets_total", "shard", s)
+		put(st.SourceDrops, "netcode_source_limited_packets_total", "shard", s)
 		put(st.Loops, "netcode_shard_loops_total", "shard", s)
 		put(st.Parks, "netcode_shard_parks_total", "shard", s)
 		put(st.StaleSends, "netcode_stale_sends_total", "shard", s)

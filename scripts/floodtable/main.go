@@ -2,7 +2,8 @@
 // flood, with the flood at the server, and with the same flood at the drop
 // sink (the control: the same cost to the load generator's core, none to
 // the server), and optionally with the flood at a server whose kernel
-// shedding is off (noshed). It prints every run and the median of each kind, with p99
+// shedding is off (noshed), and with the server's kernel per-source limit
+// on (limit) or asked for where eBPF could not load (fallback). It prints every run and the median of each kind, with p99
 // ratios to the runs without a flood and to the control.
 //
 //	go run ./scripts/floodtable results/*.json > table.md
@@ -18,7 +19,7 @@ import (
 )
 
 // kinds in the order they are printed.
-var kinds = []string{"none", "server", "noshed", "sink"}
+var kinds = []string{"none", "server", "noshed", "limit", "fallback", "sink"}
 
 func kindOf(r *bench.Result) string {
 	switch {
@@ -26,6 +27,10 @@ func kindOf(r *bench.Result) string {
 		return "none"
 	case r.FloodAt == "sink":
 		return "sink"
+	case r.SourceLimit == "on":
+		return "limit"
+	case r.SourceLimit == "fallback":
+		return "fallback"
 	case r.ShedOff:
 		return "noshed"
 	default:
