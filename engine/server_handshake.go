@@ -219,6 +219,7 @@ func (s *shard) processRequest(pkt []byte, from netip.AddrPort, now time.Time) {
 	}
 	if expire > s.nowUnix+s.maxLifetime {
 		s.stats.Drops[ServerDropTokenTooLong]++
+		s.logTooLong(expire)
 		return
 	}
 	if !s.decrypts.take(now) {
@@ -304,6 +305,22 @@ func (s *shard) logBeforeStart(expire uint64) {
 		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()),
 		slog.String("clock_skew", ConnectTokenClockSkew.String()),
 		slog.Time("min_expire", time.Unix(int64(s.minExpire), 0)),
+		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
+}
+
+// logTooLong explains, once per run, why the server ignores tokens that
+// expire too far ahead: a web backend minting longer tokens than
+// MaxConnectTokenLifetime would otherwise show only in the metrics.
+func (s *shard) logTooLong(expire uint64) {
+	if s.loggedTooLong {
+		return
+	}
+	s.loggedTooLong = true
+	s.log.Warn("netcode server: ignoring connection requests whose connect token expires later than MaxConnectTokenLifetime plus ConnectTokenClockSkew from now: "+
+		"the web backend must issue tokens with at most this lifetime (never-expiring tokens are always refused)",
+		slog.String("max_connect_token_lifetime", s.cfg.MaxConnectTokenLifetime.String()),
+		slog.String("clock_skew", ConnectTokenClockSkew.String()),
+		slog.Time("now", time.Unix(int64(s.nowUnix), 0)),
 		slog.Time("token_expire", time.Unix(int64(min(expire, math.MaxInt64)), 0)))
 }
 

@@ -67,8 +67,9 @@ type shard struct {
 	// ConnectTokenClockSkew, in seconds): requests whose token expires
 	// later than this from now are ignored.
 	maxLifetime uint64
-	// loggedBeforeStart: the restart rule's refusal was logged this run.
-	loggedBeforeStart bool
+	// loggedBeforeStart and loggedTooLong: the restart rule's and the
+	// expiry bound's refusals were logged this run.
+	loggedBeforeStart, loggedTooLong bool
 
 	slots  []slot
 	adm    *admission
@@ -221,7 +222,7 @@ func (s *shard) start(now time.Time, minExpire uint64) error {
 	}
 	s.minExpire = minExpire
 	s.maxLifetime = uint64((s.cfg.MaxConnectTokenLifetime + ConnectTokenClockSkew) / time.Second)
-	s.loggedBeforeStart = false
+	s.loggedBeforeStart, s.loggedTooLong = false, false
 	s.decrypts.init(s.cfg.TokenDecryptsPerSecond, time.Time{})
 	s.shed = requestShedder{conn: s.shed.conn}
 	s.stopped = false

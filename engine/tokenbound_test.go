@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,5 +229,21 @@ func (h *srvHarness) deliverRequestFor(id uint64, from netip.AddrPort) {
 	h.conns[0].Take(from)
 	if st := h.s.Stats(); st.Drops[ServerDropTokenHistoryFull]+st.Drops[ServerDropTokenClientLimit] != 0 || st.CodecDrops[codec.ReasonTokenDecrypt] != 0 {
 		h.t.Fatalf("token of %d from %v refused: %+v", id, from, st.Drops)
+	}
+}
+
+// The expiry bound's refusals are logged once a run, naming the lifetime a
+// backend must keep to, so that a misconfigured backend shows in the log
+// and not only in the metrics.
+func TestTokenRuleExpiryBoundLogged(t *testing.T) {
+	var logs bytes.Buffer
+	h := newSrvHarness(t, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	bound := int64((DefaultMaxConnectTokenLifetime + ConnectTokenClockSkew) / time.Second)
+	for k := range 3 {
+		p := h.peer(fmt.Sprintf("192.0.2.%d:5000", k+1), uint64(k+1), func(tp *TokenParams) { tp.ExpireSeconds = bound + 60 })
+		p.send(p.request())
+	}
+	if n := strings.Count(logs.String(), "expires later than MaxConnectTokenLifetime"); n != 1 || !strings.Contains(logs.String(), "max_connect_token_lifetime=30s") {
+		t.Fatalf("%d log lines about over-long tokens; want 1 naming the lifetime:\n%s", n, logs.String())
 	}
 }
