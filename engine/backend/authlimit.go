@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"container/list"
 	"fmt"
 	"math"
 	"net/netip"
@@ -73,20 +72,17 @@ type failures struct {
 	cfg AuthFailureLimit
 
 	mu    sync.Mutex
-	addrs map[netip.Prefix]*list.Element // of *failure
-	lru   list.List                      // front: most recently refused
+	addrs *lru[netip.Prefix, failure]
 }
 
 type failure struct {
-	key      netip.Prefix
-	tokens   float64
-	last     time.Time // of the bucket's last refill
+	tokenBucket
 	logged   time.Time // of the last line logged
 	unlogged int       // refusals since then
 }
 
 func newFailures(cfg AuthFailureLimit) *failures {
-	return &failures{cfg: cfg, addrs: make(map[netip.Prefix]*list.Element)}
+	return &failures{cfg: cfg, addrs: newLRU[netip.Prefix, failure](cfg.MaxAddresses)}
 }
 
 // failureKey is the unit of the limit: an IPv4 address or an IPv6 /64
@@ -111,16 +107,15 @@ func failureKey(remote string) netip.Prefix {
 func (f *failures) blocked(key netip.Prefix, now time.Time) (bool, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, ok := f.addrs[key]
+	b, ok := f.addrs.peek(key)
 	if !ok {
 		return false, 0
 	}
-	b := e.Value.(*failure)
-	f.refill(b, now)
+	b.refill(now, f.cfg.PerSecond, f.cfg.Burst)
 	if b.tokens >= 1 {
 		return false, 0
 	}
-	return true, time.Duration((1 - b.tokens) / f.cfg.PerSecond * float64(time.Second))
+	return true, b.wait(f.cfg.PerSecond)
 }
 
 // refuse records one refusal (spent reports whether it took the last of
@@ -129,19 +124,11 @@ func (f *failures) blocked(key netip.Prefix, now time.Time) (bool, time.Duration
 func (f *failures) refuse(key netip.Prefix, now time.Time, spend bool) (log bool, unlogged int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var b *failure
-	if e, ok := f.addrs[key]; ok {
-		f.lru.MoveToFront(e)
-		b = e.Value.(*failure)
-		f.refill(b, now)
+	b, seen := f.addrs.use(key)
+	if seen {
+		b.refill(now, f.cfg.PerSecond, f.cfg.Burst)
 	} else {
-		if len(f.addrs) >= f.cfg.MaxAddresses {
-			old := f.lru.Back()
-			f.lru.Remove(old)
-			delete(f.addrs, old.Value.(*failure).key)
-		}
-		b = &failure{key: key, tokens: float64(f.cfg.Burst), last: now}
-		f.addrs[key] = f.lru.PushFront(b)
+		b.fill(now, f.cfg.Burst)
 	}
 	if spend && b.tokens >= 1 {
 		b.tokens--
@@ -152,11 +139,4 @@ func (f *failures) refuse(key netip.Prefix, now time.Time, spend bool) (log bool
 	}
 	unlogged, b.unlogged, b.logged = b.unlogged, 0, now
 	return true, unlogged
-}
-
-func (f *failures) refill(b *failure, now time.Time) {
-	if dt := now.Sub(b.last); dt > 0 {
-		b.tokens = math.Min(float64(f.cfg.Burst), b.tokens+dt.Seconds()*f.cfg.PerSecond)
-		b.last = now
-	}
 }

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"container/list"
 	"fmt"
 	"math"
 	"sync"
@@ -67,18 +66,11 @@ type limiter struct {
 	cfg RateLimit
 
 	mu      sync.Mutex
-	buckets map[uint64]*list.Element // of *bucket
-	lru     list.List                // front: most recently used
-}
-
-type bucket struct {
-	id     uint64
-	tokens float64
-	last   time.Time
+	buckets *lru[uint64, tokenBucket]
 }
 
 func newLimiter(cfg RateLimit) *limiter {
-	return &limiter{cfg: cfg, buckets: make(map[uint64]*list.Element)}
+	return &limiter{cfg: cfg, buckets: newLRU[uint64, tokenBucket](cfg.MaxIdentities)}
 }
 
 // allow takes a token from id's bucket. When there is none it returns
@@ -86,34 +78,22 @@ func newLimiter(cfg RateLimit) *limiter {
 func (l *limiter) allow(id uint64, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var b *bucket
-	if e, ok := l.buckets[id]; ok {
-		l.lru.MoveToFront(e)
-		b = e.Value.(*bucket)
-		if dt := now.Sub(b.last); dt > 0 {
-			b.tokens = math.Min(float64(l.cfg.Burst), b.tokens+dt.Seconds()*l.cfg.PerSecond)
-			b.last = now
-		}
+	b, seen := l.buckets.use(id)
+	if seen {
+		b.refill(now, l.cfg.PerSecond, l.cfg.Burst)
 	} else {
-		if len(l.buckets) >= l.cfg.MaxIdentities {
-			old := l.lru.Back()
-			l.lru.Remove(old)
-			delete(l.buckets, old.Value.(*bucket).id)
-		}
-		b = &bucket{id: id, tokens: float64(l.cfg.Burst), last: now}
-		l.buckets[id] = l.lru.PushFront(b)
+		b.fill(now, l.cfg.Burst)
 	}
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, 0
 	}
-	wait := time.Duration((1 - b.tokens) / l.cfg.PerSecond * float64(time.Second))
-	return false, wait
+	return false, b.wait(l.cfg.PerSecond)
 }
 
 // len returns the number of identities in the table.
 func (l *limiter) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.buckets)
+	return l.buckets.len()
 }
