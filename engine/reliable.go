@@ -79,8 +79,7 @@ type relSeq struct {
 // goroutine to read; each field is one atomic, so a reader may see fields
 // of two successive updates, never a torn value.
 type relStatsCell struct {
-	gen uint32 // written by the shard only
-	f   [relStatFields]atomic.Uint32
+	f [relStatFields]atomic.Uint32
 	// Sent, received and acked packets since the connection started.
 	sent, received, acked atomic.Uint64
 	pub                   atomic.Uint32 // generation of the published figures
@@ -142,7 +141,6 @@ func (s *shard) relStart(i int) {
 		s.stats.SendFailures++ // cannot happen: resetSlot reset it
 	}
 	sl.relUpdated = s.now
-	s.srv.relStats[i].gen = sl.gen
 }
 
 // relStop returns slot i's reassembly buffers to this shard's pool.
