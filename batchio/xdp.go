@@ -1,0 +1,116 @@
+package batchio
+
+import (
+	"errors"
+	"fmt"
+)
+
+// XDPMode selects how Listen and ListenGroup move datagrams: through the
+// kernel's UDP socket (the default) or through AF_XDP sockets fed by an
+// XDP program on an interface (Linux).
+type XDPMode int
+
+const (
+	// XDPOff is the socket path.
+	XDPOff XDPMode = iota
+	// XDPNative attaches the program in the driver's receive path and
+	// fails where the driver cannot run it there.
+	XDPNative
+	// XDPGeneric attaches the program after the kernel has built its
+	// socket buffer (any interface, slower than native).
+	XDPGeneric
+	// XDPTry attaches natively, else generically, else opens the socket
+	// path; XDPStats of the conn (or its absence) says which it got.
+	XDPTry
+)
+
+func (m XDPMode) String() string {
+	switch m {
+	case XDPOff:
+		return "off"
+	case XDPNative:
+		return "native"
+	case XDPGeneric:
+		return "generic"
+	case XDPTry:
+		return "try"
+	}
+	return fmt.Sprintf("XDPMode(%d)", int(m))
+}
+
+// ParseXDPMode reads a mode by its name: off, native, generic or try.
+func ParseXDPMode(s string) (XDPMode, error) {
+	for m := XDPOff; m <= XDPTry; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return XDPOff, fmt.Errorf("batchio: XDP mode %q; want off, native, generic or try", s)
+}
+
+// XDP configures the AF_XDP path (Config.XDP). With a Mode other than
+// XDPOff, Listen and ListenGroup attach an XDP program to Interface that
+// hands the UDP datagrams to the listen port (IPv4 without options and
+// IPv6 without extension headers, not fragments) to one AF_XDP socket per
+// conn, conn i serving receive queue i; everything else reaches the
+// kernel as before. Each conn also keeps an ordinary UDP socket on the
+// same port, which owns the port for the kernel, receives what the
+// program passes on, and sends to peers whose link-layer address is not
+// known yet.
+type XDP struct {
+	Mode XDPMode
+	// Interface is the name of the interface to attach to (required
+	// unless Mode is XDPOff).
+	Interface string
+	// Frames is the number of UMEM frames of each socket, half for
+	// receiving and half for sending (default 4096, a power of two from
+	// 64 to 65536). Each is XDPFrameSize bytes.
+	Frames int
+}
+
+// XDPFrameSize is the size of one UMEM frame: a datagram up to the MTU of
+// 1,500 fits, with the kernel's headroom.
+const XDPFrameSize = 2048
+
+const defaultXDPFrames = 4096
+
+// ErrXDPUnsupported is wrapped by the errors of an AF_XDP listen that the
+// system cannot serve: not Linux, no XDP in the interface's driver for
+// the mode asked, no AF_XDP in the kernel, not enough privileges.
+var ErrXDPUnsupported = errors.New("AF_XDP unavailable")
+
+func (x *XDP) validate() error {
+	if x.Mode < XDPOff || x.Mode > XDPTry {
+		return fmt.Errorf("batchio: XDP mode %d; want XDPOff, XDPNative, XDPGeneric or XDPTry", int(x.Mode))
+	}
+	if x.Mode == XDPOff {
+		return nil
+	}
+	if x.Interface == "" {
+		return errors.New("batchio: XDP needs an Interface name")
+	}
+	if x.Frames == 0 {
+		x.Frames = defaultXDPFrames
+	}
+	if x.Frames < 64 || x.Frames > 65536 || x.Frames&(x.Frames-1) != 0 {
+		return fmt.Errorf("batchio: XDP frames %d; want a power of two from 64 to 65536 (0 means %d)", x.Frames, defaultXDPFrames)
+	}
+	return nil
+}
+
+// XDPStats are an AF_XDP conn's counters beyond Stats.
+type XDPStats struct {
+	Mode      XDPMode // XDPNative or XDPGeneric: how the program is attached
+	ZeroCopy  bool    // the socket is bound in zero-copy mode (else copy)
+	Queue     int     // the receive queue the socket serves
+	KernelRx  uint64  // datagrams read from the kernel socket (passed on by the program)
+	KernelTx  uint64  // datagrams sent by the kernel socket (no link-layer address)
+	Malformed uint64  // frames in the receive ring that were not for the port, dropped
+	NoFrame   uint64  // datagrams dropped for want of a free send frame
+	RxDropped uint64  // the kernel's count of frames dropped for a full receive ring or fill ring
+}
+
+// XDPStatsReader is a conn on the AF_XDP path.
+type XDPStatsReader interface {
+	XDPStats() XDPStats
+}
