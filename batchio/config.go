@@ -44,6 +44,10 @@ type Config struct {
 	// SourceLimit drops, in the kernel, what any one source sends beyond
 	// a rate (an eBPF socket filter, Linux). Off by default.
 	SourceLimit SourceLimit
+	// XDP moves the datagrams of the listen port through AF_XDP sockets
+	// on an interface instead of the socket stack (Linux; off by
+	// default). See XDP.
+	XDP XDP
 }
 
 const (
@@ -74,6 +78,9 @@ func (c *Config) validate() error {
 	}
 	if c.TOS < 0 || c.TOS > 255 {
 		return fmt.Errorf("batchio: TOS %d; want 0 to 255", c.TOS)
+	}
+	if err := c.XDP.validate(); err != nil {
+		return err
 	}
 	return c.SourceLimit.validate()
 }

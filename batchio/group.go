@@ -27,6 +27,9 @@ func ListenGroup(addr netip.AddrPort, n int, cfg Config) ([]Conn, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("batchio: ListenGroup of %d sockets; want at least 1", n)
 	}
+	if cfg.XDP.Mode != XDPOff {
+		return listenXDP(addr, n, cfg)
+	}
 	if n > 1 {
 		cfg.ReusePort = true
 	}

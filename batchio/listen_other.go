@@ -4,6 +4,7 @@ package batchio
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 )
 
@@ -14,6 +15,13 @@ import (
 // sizes apply (BlockingWait is ignored, PacketInfo is an error, and so is
 // SourceLimit unless Optional).
 func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
+	if cfg.XDP.Mode != XDPOff {
+		conns, err := listenXDP(addr, 1, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return conns[0], nil
+	}
 	if cfg.PacketInfo {
 		return nil, errors.New("batchio: PacketInfo needs Linux")
 	}
@@ -31,3 +39,15 @@ func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
 }
 
 var errNoLimit = errors.New("batchio: source limit: eBPF socket filters need Linux; set SourceLimit.Optional to run without it")
+
+// listenXDP: AF_XDP needs Linux. XDPTry falls back to the socket path.
+func listenXDP(addr netip.AddrPort, n int, cfg Config) ([]Conn, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.XDP.Mode != XDPTry {
+		return nil, fmt.Errorf("batchio: XDP mode %v: %w: needs Linux", cfg.XDP.Mode, ErrXDPUnsupported)
+	}
+	cfg.XDP = XDP{}
+	return ListenGroup(addr, n, cfg)
+}

@@ -107,7 +107,16 @@ var (
 // address, IPv6-only for an IPv6 one, so serve both families with two
 // sockets. On Linux it reads and writes batches with recvmmsg/sendmmsg
 // and has every capability (Waker, Shedder, StatsReader, SourceLimiter).
+//
+// With cfg.XDP on, it is ListenGroup of one conn on the AF_XDP path.
 func Listen(addr netip.AddrPort, cfg Config) (Conn, error) {
+	if cfg.XDP.Mode != XDPOff {
+		conns, err := listenXDP(addr, 1, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return conns[0], nil
+	}
 	c, err := listenMmsg(addr, cfg)
 	if err != nil {
 		return nil, err

@@ -106,8 +106,15 @@ type XDPStats struct {
 	KernelRx  uint64  // datagrams read from the kernel socket (passed on by the program)
 	KernelTx  uint64  // datagrams sent by the kernel socket (no link-layer address)
 	Malformed uint64  // frames in the receive ring that were not for the port, dropped
-	NoFrame   uint64  // datagrams dropped for want of a free send frame
-	RxDropped uint64  // the kernel's count of frames dropped for a full receive ring or fill ring
+	// MalformedBy splits Malformed by reason: short, not IP, bad IP
+	// header, fragment, not UDP, bad UDP length, bad UDP checksum, other
+	// port.
+	MalformedBy [8]uint64
+	NoFrame     uint64 // datagrams dropped for want of a free send frame
+	// PartialChecksum counts datagrams taken whose UDP checksum was left
+	// to offload by a virtual device (see the frame parser).
+	PartialChecksum uint64
+	RxDropped       uint64 // the kernel's count of frames dropped for a full receive ring or fill ring
 }
 
 // XDPStatsReader is a conn on the AF_XDP path.

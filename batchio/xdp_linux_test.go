@@ -1,0 +1,373 @@
+//go:build linux
+
+package batchio
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	childRoles["xdp-echo"] = roleXDPEcho
+	childRoles["sock-client"] = roleSockClient
+	childRoles["sock-echo"] = roleSockEcho
+	childRoles["xdp-client"] = roleXDPClient
+	childRoles["xdp-attach"] = roleXDPAttach
+}
+
+func envMode(t *testing.T) XDPMode {
+	m, err := ParseXDPMode(os.Getenv("XDP_MODE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// roleXDPEcho echoes every datagram on an AF_XDP conn until one says
+// "quit" (bounded at 40 s), then reports the conn's counters.
+func roleXDPEcho(t *testing.T) {
+	c, err := Listen(netip.MustParseAddrPort(os.Getenv("XDP_BIND")), Config{XDP: XDP{Mode: envMode(t), Interface: os.Getenv("XDP_IF")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	xs, ok := As[XDPStatsReader](c)
+	if !ok {
+		t.Fatal("not an AF_XDP conn")
+	}
+	say("ready %d %v", c.LocalAddr().Port(), xs.XDPStats().Mode)
+	msgs := makeMsgs(64, 2048)
+	end := time.Now().Add(40 * time.Second)
+	for time.Now().Before(end) {
+		n, err := c.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if string(msgs[i].Buf[:msgs[i].N]) == "quit" {
+				s := xs.XDPStats()
+				say("stats rx=%d kernrx=%d kerntx=%d malformed=%d noframe=%d", c.(StatsReader).Stats().RecvPackets, s.KernelRx, s.KernelTx, s.Malformed, s.NoFrame)
+				return
+			}
+		}
+		if n > 0 {
+			if _, err := c.WriteBatch(msgs[:n]); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := c.WaitRead(time.Now().Add(100 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("XDP_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "%+v %+v\n", xs.XDPStats(), c.(StatsReader).Stats())
+		}
+	}
+	t.Fatal("no quit within 40 s")
+}
+
+// roleSockEcho is roleXDPEcho on the socket path, without counters.
+func roleSockEcho(t *testing.T) {
+	c, err := Listen(netip.MustParseAddrPort(os.Getenv("XDP_BIND")), Config{DisableGSO: os.Getenv("XDP_NOGSO") != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	say("ready %d", c.LocalAddr().Port())
+	msgs := makeMsgs(64, 2048)
+	end := time.Now().Add(40 * time.Second)
+	for time.Now().Before(end) {
+		n, err := c.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if string(msgs[i].Buf[:msgs[i].N]) == "quit" {
+				return
+			}
+		}
+		if n > 0 {
+			c.WriteBatch(msgs[:n])
+			continue
+		}
+		c.WaitRead(time.Now().Add(100 * time.Millisecond))
+	}
+	t.Fatal("no quit within 40 s")
+}
+
+// echoRounds sends rounds of patterned datagrams (sizes from 1 to 1,400
+// bytes) to dst and checks every echo byte for byte, in order per round.
+func echoRounds(t *testing.T, c Conn, dst netip.AddrPort, rounds, per int, quit bool) {
+	in := makeMsgs(per, 2048)
+	for r := range rounds {
+		out := patterned(per, 1400, dst)
+		for i := range out {
+			out[i].N = 1 + (r*per+i)*97%1400
+			for j := range out[i].N {
+				out[i].Buf[j] = byte(r*7 + i*31 + j)
+			}
+		}
+		if n, err := c.WriteBatch(out); err != nil || n != per {
+			t.Fatalf("round %d: wrote %d of %d: %v", r, n, per, err)
+		}
+		// Three seconds: a neighbour solicitation lost on a link just
+		// up is repeated after one.
+		got := readWithin(t, c, in, per, 3*time.Second)
+		if len(got) != per {
+			var xs XDPStats
+			if x, ok := As[XDPStatsReader](c); ok {
+				xs = x.XDPStats()
+			}
+			st, _ := As[StatsReader](c)
+			t.Fatalf("round %d: %d echoes of %d; %+v %+v", r, len(got), per, xs, st.Stats())
+		}
+		// Order over the two paths (ring and kernel socket) may differ:
+		// match by content.
+		want := map[string]int{}
+		for _, m := range out {
+			want[string(m.Buf[:m.N])]++
+		}
+		for _, m := range got {
+			if m.Addr != dst {
+				t.Fatalf("round %d: echo from %v, want %v", r, m.Addr, dst)
+			}
+			k := string(m.Buf[:m.N])
+			if want[k] == 0 {
+				t.Fatalf("round %d: echo %x... (%d B) was not sent", r, m.Buf[:min(m.N, 16)], m.N)
+			}
+			want[k]--
+		}
+	}
+	if quit {
+		c.WriteBatch([]Message{{Buf: []byte("quit"), N: 4, Addr: dst}})
+	}
+}
+
+// roleSockClient runs echoRounds from a socket.
+func roleSockClient(t *testing.T) {
+	dst := netip.MustParseAddrPort(os.Getenv("XDP_DST"))
+	c, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(os.Getenv("XDP_SRC")), 0), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	echoRounds(t, c, dst, 20, 32, true)
+	say("done")
+}
+
+// roleXDPClient runs echoRounds from an AF_XDP conn, which has to find
+// the peer's link-layer address itself, and reports how its datagrams
+// went.
+func roleXDPClient(t *testing.T) {
+	dst := netip.MustParseAddrPort(os.Getenv("XDP_DST"))
+	c, err := Listen(netip.AddrPortFrom(netip.MustParseAddr(os.Getenv("XDP_SRC")), 0), Config{XDP: XDP{Mode: envMode(t), Interface: os.Getenv("XDP_IF")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Rounds across more than the neighbour refresh: the first go out
+	// through the kernel, the later as frames.
+	for i := range 3 {
+		echoRounds(t, c, dst, 5, 16, i == 2)
+		time.Sleep(600 * time.Millisecond)
+	}
+	s := c.(XDPStatsReader).XDPStats()
+	st := c.(StatsReader).Stats()
+	say("stats kerntx=%d sent=%d kernrx=%d rx=%d", s.KernelTx, st.SendPackets, s.KernelRx, st.RecvPackets)
+}
+
+// readWithin drains up to want datagrams, waiting at most d overall.
+func readWithin(t *testing.T, c Conn, msgs []Message, want int, d time.Duration) []Message {
+	t.Helper()
+	var out []Message
+	deadline := time.Now().Add(d)
+	for len(out) < want && time.Now().Before(deadline) {
+		n, err := c.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:n] {
+			out = append(out, Message{Buf: bytes.Clone(m.Buf[:m.N]), N: m.N, Addr: m.Addr})
+		}
+		if n == 0 {
+			if err := c.WaitRead(deadline); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
+
+func parseStats(t *testing.T, s string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("stats %q: %v", s, err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// TestXDPEcho: a socket in B sends to an AF_XDP echo in A, IPv4 and IPv6,
+// native and generic; every datagram comes back byte for byte, and all
+// of them went through the AF_XDP socket, none through the kernel's.
+func TestXDPEcho(t *testing.T) {
+	for _, mode := range []string{"native", "generic"} {
+		for _, fam := range []string{"ipv4", "ipv6"} {
+			t.Run(mode+"/"+fam, func(t *testing.T) {
+				p := newVethPair(t)
+				bind, src, dst := "0.0.0.0:0", p.b4, p.a4
+				if fam == "ipv6" {
+					bind, src, dst = "[::]:0", p.b6, p.a6
+				}
+				srv := startChild(t, p.nsA, "xdp-echo", "XDP_BIND="+bind, "XDP_IF="+p.ifA, "XDP_MODE="+mode)
+				ready := strings.Fields(srv.expect("ready"))
+				if ready[1] != mode {
+					t.Fatalf("attached %s, want %s", ready[1], mode)
+				}
+				cli := startChild(t, p.nsB, "sock-client", "XDP_SRC="+src.String(), "XDP_DST="+netip.AddrPortFrom(dst, mustPort(t, ready[0])).String())
+				cli.expect("done")
+				cli.wait()
+				st := parseStats(t, srv.expect("stats"))
+				srv.wait()
+				// 20 rounds of 32 and the quit.
+				if st["rx"] != 641 || st["kernrx"] != 0 || st["kerntx"] != 0 || st["malformed"] != 0 {
+					t.Fatalf("echo counters %v; want 641 datagrams all over AF_XDP", st)
+				}
+			})
+		}
+	}
+}
+
+func mustPort(t *testing.T, s string) uint16 {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint16(n)
+}
+
+// TestXDPNeighbour: an AF_XDP conn that speaks first has no link-layer
+// address for its peer. Its first datagrams go out through the kernel
+// socket (which resolves it: ARP for IPv4, neighbour discovery for IPv6,
+// both passed to the kernel by the program), later ones as frames built
+// to the address the neighbour table then holds; and ICMP still reaches
+// the kernel with the program attached.
+func TestXDPNeighbour(t *testing.T) {
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		t.Run(fam, func(t *testing.T) {
+			p := newVethPair(t)
+			bind, src, dst := "0.0.0.0:0", p.a4, p.b4
+			if fam == "ipv6" {
+				bind, src, dst = "[::]:0", p.a6, p.b6
+			}
+			echo := startChild(t, p.nsB, "sock-echo", "XDP_BIND="+bind)
+			port := mustPort(t, echo.expect("ready"))
+			cli := startChild(t, p.nsA, "xdp-client", "XDP_SRC="+src.String(), "XDP_IF="+p.ifA, "XDP_MODE=native",
+				"XDP_DST="+netip.AddrPortFrom(dst, port).String())
+			st := parseStats(t, cli.expect("stats"))
+			cli.wait()
+			echo.wait()
+			if st["kerntx"] == 0 || st["kerntx"] >= st["sent"] {
+				t.Fatalf("client counters %v: want some datagrams sent through the kernel and the rest as frames", st)
+			}
+		})
+	}
+}
+
+// roleXDPAttach attaches, says so, and waits to be killed (or 30 s).
+func roleXDPAttach(t *testing.T) {
+	c, err := Listen(netip.MustParseAddrPort("0.0.0.0:0"), Config{XDP: XDP{Mode: envMode(t), Interface: os.Getenv("XDP_IF")}})
+	if err != nil {
+		say("error %v", err)
+		t.Fatal(err)
+	}
+	id, err := attachedXDP(os.Getenv("XDP_IF"))
+	if err != nil || id == 0 {
+		t.Fatalf("no program attached after Listen: %d %v", id, err)
+	}
+	say("attached %d", id)
+	if os.Getenv("XDP_CLOSE") != "" {
+		c.Close()
+		id, err := attachedXDP(os.Getenv("XDP_IF"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		say("closed %d", id)
+		return
+	}
+	time.Sleep(30 * time.Second)
+}
+
+// xdpProgOn asks ip(8) in ns, independently of the code under test,
+// whether an XDP program is attached to ifname.
+func xdpProgOn(t *testing.T, ns, ifname string) bool {
+	out, err := exec.Command("ip", "-n", ns, "-d", "link", "show", "dev", ifname).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip link show: %v: %s", err, out)
+	}
+	return bytes.Contains(out, []byte("prog/xdp"))
+}
+
+// TestXDPDetach: Close detaches the program; so does the death of a
+// process killed with SIGKILL (the attachment is a bpf_link, whose last
+// descriptor dies with it), and the next start attaches again.
+func TestXDPDetach(t *testing.T) {
+	p := newVethPair(t)
+	env := []string{"XDP_IF=" + p.ifA, "XDP_MODE=native"}
+	c := startChild(t, p.nsA, "xdp-attach", append(env, "XDP_CLOSE=1")...)
+	c.expect("attached")
+	if got := c.expect("closed"); got != "0" {
+		t.Fatalf("program %s still attached after Close", got)
+	}
+	c.wait()
+	if xdpProgOn(t, p.nsA, p.ifA) {
+		t.Fatal("ip link shows an XDP program after Close")
+	}
+	for i := range 2 {
+		c := startChild(t, p.nsA, "xdp-attach", env...)
+		c.expect("attached")
+		if !xdpProgOn(t, p.nsA, p.ifA) {
+			t.Fatal("ip link shows no XDP program while attached")
+		}
+		if err := c.cmd.Process.Kill(); err != nil { // SIGKILL: no Close, no deferred cleanup
+			t.Fatal(err)
+		}
+		c.wait2()
+		// The kernel releases the link when the dead process's files
+		// are closed, which may lag its exit a little.
+		deadline := time.Now().Add(5 * time.Second)
+		for xdpProgOn(t, p.nsA, p.ifA) {
+			if time.Now().After(deadline) {
+				t.Fatalf("start %d: an XDP program is still attached 5 s after the process was killed", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// wait2 waits for a child that was killed.
+func (c *child) wait2() {
+	for range c.lines {
+	}
+	err := <-c.done
+	c.done <- err
+	if err == nil {
+		c.t.Fatal("killed child exited cleanly")
+	}
+}
+
+var _ = fmt.Sprint

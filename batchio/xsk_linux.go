@@ -1,0 +1,257 @@
+//go:build linux
+
+package batchio
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// An AF_XDP socket: a UMEM (one anonymous mapping cut into XDPFrameSize
+// frames, registered with the kernel) and four single-producer,
+// single-consumer rings shared with it. The fill ring hands the kernel
+// empty frames to receive into; the receive ring returns them full; the
+// transmit ring hands it frames to send; the completion ring returns them
+// sent. Half the frames circulate on the receive side (fill, receive,
+// back to fill once the payload is copied out), half on the send side
+// (a free stack, transmit, completion, back to the stack), so neither
+// side can starve the other.
+
+// xskRing is one ring. The kernel and the process each own one index;
+// the other is read with an atomic load, and a slot is handed over by
+// an atomic store of the owner's index after it is written, which
+// orders the slot's contents before the index.
+type xskRing struct {
+	mem      []byte
+	producer *uint32
+	consumer *uint32
+	flags    *uint32
+	mask     uint32
+	size     uint32
+	addrs    []uint64       // fill and completion rings
+	descs    []unix.XDPDesc // receive and transmit rings
+	// Our own index and the cached other one.
+	prod, cons uint32
+}
+
+type xsk struct {
+	fd        int
+	umem      []byte
+	frames    int
+	queue     int
+	zeroCopy  bool
+	fill, cmp xskRing
+	rx, tx    xskRing
+	// free is the stack of send frames not in the transmit ring.
+	free []uint64
+	// txOut counts frames in the transmit ring or awaiting completion.
+	txOut int
+}
+
+func setsockoptPtr(fd, opt int, p unsafe.Pointer, n uintptr) error {
+	_, _, e := syscall.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(p), n, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// openXSK opens an AF_XDP socket with frames UMEM frames bound to queue
+// of interface ifindex. It is not yet in the program's map.
+func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EAFNOSUPPORT) {
+			return nil, fmt.Errorf("batchio: AF_XDP socket: %w: the kernel has no AF_XDP (CONFIG_XDP_SOCKETS): %w", ErrXDPUnsupported, err)
+		}
+		return nil, fmt.Errorf("batchio: AF_XDP socket: %w: %w", ErrXDPUnsupported, err)
+	}
+	x = &xsk{fd: fd, frames: frames, queue: queue}
+	defer func() {
+		if err != nil {
+			x.close()
+		}
+	}()
+	if x.umem, err = unix.Mmap(-1, 0, frames*XDPFrameSize, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE); err != nil {
+		return x, fmt.Errorf("batchio: AF_XDP UMEM of %d frames: %w", frames, err)
+	}
+	reg := unix.XDPUmemReg{
+		Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))),
+		Len:  uint64(len(x.umem)),
+		Size: XDPFrameSize,
+	}
+	if err = setsockoptPtr(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		return x, fmt.Errorf("batchio: AF_XDP UMEM registration: %w", err)
+	}
+	half := frames / 2
+	for _, r := range []struct{ opt, n int }{
+		{unix.XDP_UMEM_FILL_RING, half}, {unix.XDP_UMEM_COMPLETION_RING, half},
+		{unix.XDP_RX_RING, half}, {unix.XDP_TX_RING, half},
+	} {
+		if err = unix.SetsockoptInt(fd, unix.SOL_XDP, r.opt, r.n); err != nil {
+			return x, fmt.Errorf("batchio: AF_XDP ring size %d: %w", r.n, err)
+		}
+	}
+	var off unix.XDPMmapOffsets
+	optlen := uint32(unsafe.Sizeof(off))
+	if _, _, e := syscall.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_MMAP_OFFSETS,
+		uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&optlen)), 0); e != 0 {
+		return x, fmt.Errorf("batchio: AF_XDP ring offsets: %w", e)
+	}
+	if err = x.fill.mmap(fd, unix.XDP_UMEM_PGOFF_FILL_RING, &off.Fr, half, false); err != nil {
+		return x, err
+	}
+	if err = x.cmp.mmap(fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, &off.Cr, half, false); err != nil {
+		return x, err
+	}
+	if err = x.rx.mmap(fd, unix.XDP_PGOFF_RX_RING, &off.Rx, half, true); err != nil {
+		return x, err
+	}
+	if err = x.tx.mmap(fd, unix.XDP_PGOFF_TX_RING, &off.Tx, half, true); err != nil {
+		return x, err
+	}
+	// Receive frames first, so the kernel can use them from the bind on.
+	for i := range half {
+		x.fill.addrs[i] = uint64(i * XDPFrameSize)
+	}
+	x.fill.prod = uint32(half)
+	atomic.StoreUint32(x.fill.producer, x.fill.prod)
+	x.free = make([]uint64, 0, frames-half)
+	for i := half; i < frames; i++ {
+		x.free = append(x.free, uint64(i*XDPFrameSize))
+	}
+	// Zero-copy where the driver can, else copy; need_wakeup so an idle
+	// kernel side costs no polling.
+	sa := &unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
+	if err = unix.Bind(fd, sa); err != nil {
+		return x, fmt.Errorf("batchio: AF_XDP bind to queue %d: %w: %w", queue, ErrXDPUnsupported, err)
+	}
+	var opts struct{ flags uint32 }
+	optlen = uint32(unsafe.Sizeof(opts))
+	if _, _, e := syscall.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_OPTIONS,
+		uintptr(unsafe.Pointer(&opts)), uintptr(unsafe.Pointer(&optlen)), 0); e == 0 {
+		x.zeroCopy = opts.flags&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	return x, nil
+}
+
+func (r *xskRing) mmap(fd int, pgoff int64, off *unix.XDPRingOffset, n int, desc bool) error {
+	entry := 8
+	if desc {
+		entry = int(unsafe.Sizeof(unix.XDPDesc{}))
+	}
+	mem, err := unix.Mmap(fd, pgoff, int(off.Desc)+n*entry, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("batchio: AF_XDP ring mapping: %w", err)
+	}
+	r.mem = mem
+	r.producer = (*uint32)(unsafe.Pointer(&mem[off.Producer]))
+	r.consumer = (*uint32)(unsafe.Pointer(&mem[off.Consumer]))
+	r.flags = (*uint32)(unsafe.Pointer(&mem[off.Flags]))
+	r.size, r.mask = uint32(n), uint32(n-1)
+	if desc {
+		r.descs = unsafe.Slice((*unix.XDPDesc)(unsafe.Pointer(&mem[off.Desc])), n)
+	} else {
+		r.addrs = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[off.Desc])), n)
+	}
+	r.prod = atomic.LoadUint32(r.producer)
+	r.cons = atomic.LoadUint32(r.consumer)
+	return nil
+}
+
+// available is how many entries a consumer may read (receive, completion).
+func (r *xskRing) available() uint32 {
+	return atomic.LoadUint32(r.producer) - r.cons
+}
+
+// release hands n read entries back to the kernel.
+func (r *xskRing) release(n uint32) {
+	r.cons += n
+	atomic.StoreUint32(r.consumer, r.cons)
+}
+
+// room is how many entries a producer may write (fill, transmit).
+func (r *xskRing) room() uint32 {
+	return r.size - (r.prod - atomic.LoadUint32(r.consumer))
+}
+
+// submit publishes n written entries.
+func (r *xskRing) submit(n uint32) {
+	r.prod += n
+	atomic.StoreUint32(r.producer, r.prod)
+}
+
+func (r *xskRing) needWakeup() bool {
+	return atomic.LoadUint32(r.flags)&unix.XDP_RING_NEED_WAKEUP != 0
+}
+
+// frame returns the UMEM bytes of a descriptor, or nil if it lies outside.
+func (x *xsk) frame(addr uint64, n uint32) []byte {
+	if addr >= uint64(len(x.umem)) || uint64(n) > uint64(len(x.umem))-addr {
+		return nil
+	}
+	return x.umem[addr : addr+uint64(n)]
+}
+
+// reclaim moves completed send frames back to the free stack.
+func (x *xsk) reclaim() {
+	n := x.cmp.available()
+	for i := range n {
+		x.free = append(x.free, x.cmp.addrs[(x.cmp.cons+i)&x.cmp.mask])
+	}
+	x.cmp.release(n)
+	x.txOut -= int(n)
+}
+
+// kick makes the kernel send the transmit ring (always needed in copy
+// mode, where sending happens in this call). It reports a hard error;
+// EAGAIN, EBUSY and ENOBUFS mean the kernel is behind and will be asked
+// again on the next kick.
+func (x *xsk) kick() syscall.Errno {
+	_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	switch e {
+	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
+		return 0
+	}
+	return e
+}
+
+// wakeFill tells the kernel there are frames in the fill ring again, if
+// it asked to be told.
+func (x *xsk) wakeFill() {
+	if x.fill.needWakeup() {
+		syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	}
+}
+
+func (x *xsk) statistics() unix.XDPStatistics {
+	var s unix.XDPStatistics
+	optlen := uint32(unsafe.Sizeof(s))
+	syscall.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_STATISTICS,
+		uintptr(unsafe.Pointer(&s)), uintptr(unsafe.Pointer(&optlen)), 0)
+	return s
+}
+
+func (x *xsk) close() {
+	for _, r := range []*xskRing{&x.fill, &x.cmp, &x.rx, &x.tx} {
+		if r.mem != nil {
+			unix.Munmap(r.mem)
+			r.mem = nil
+		}
+	}
+	if x.fd >= 0 {
+		unix.Close(x.fd)
+		x.fd = -1
+	}
+	// After the socket: the kernel unpins the UMEM when it lets go.
+	if x.umem != nil {
+		unix.Munmap(x.umem)
+		x.umem = nil
+	}
+}
