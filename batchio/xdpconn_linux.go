@@ -284,12 +284,12 @@ func (c *xdpConn) learn(ip netip.Addr, mac *[6]byte) {
 }
 
 // lookup returns the link-layer address to send to ip.
-func (c *xdpConn) lookup(ip netip.Addr) (*[6]byte, bool) {
+func (c *xdpConn) lookup(ip netip.Addr) ([6]byte, bool) {
 	if mac, ok := c.learned[ip]; ok {
-		return &mac, true
+		return mac, true
 	}
 	if mac, ok := c.neigh[ip]; ok {
-		return &mac, true
+		return mac, true
 	}
 	if now := time.Now(); now.Sub(c.neighAt) >= neighRefresh {
 		c.neighAt = now
@@ -298,10 +298,10 @@ func (c *xdpConn) lookup(ip netip.Addr) (*[6]byte, bool) {
 			clear(c.neigh)
 		}
 		if mac, ok := c.neigh[ip]; ok {
-			return &mac, true
+			return mac, true
 		}
 	}
-	return nil, false
+	return [6]byte{}, false
 }
 
 // WriteBatch sends each datagram as a frame on the transmit ring when its
@@ -333,7 +333,8 @@ func (c *xdpConn) WriteBatch(msgs []Message) (int, error) {
 		} else {
 			src, maxPay = c.src6, c.maxPay6
 		}
-		mac, ok := (*[6]byte)(nil), false
+		var mac [6]byte
+		ok := false
 		if src.IsValid() && m.N <= maxPay {
 			mac, ok = c.lookup(dst.Addr())
 		}
@@ -362,7 +363,7 @@ func (c *xdpConn) WriteBatch(msgs []Message) (int, error) {
 		hl := frameHeaderLen(src)
 		f := x.umem[addr : addr+XDPFrameSize]
 		copy(f[hl:], m.Buf[:m.N])
-		n := buildFrame(f, &c.srcMAC, mac, netip.AddrPortFrom(src, c.port), dst, m.N)
+		n := buildFrame(f, &c.srcMAC, &mac, netip.AddrPortFrom(src, c.port), dst, m.N)
 		x.tx.descs[(x.tx.prod+queued)&x.tx.mask] = unix.XDPDesc{Addr: addr, Len: uint32(n)}
 		queued++
 		sent++

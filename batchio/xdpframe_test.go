@@ -156,3 +156,32 @@ func FuzzParseFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestFramePartialChecksum: a frame whose UDP checksum field holds only
+// the pseudo-header sum (a veth peer's pending offload) is taken and
+// marked partial; any other wrong value is refused.
+func TestFramePartialChecksum(t *testing.T) {
+	for _, tc := range []struct{ src, dst string }{
+		{"198.18.0.1:40000", "198.18.0.2:5000"},
+		{"[2001:2::1]:40000", "[2001:2::2]:5000"},
+	} {
+		src, dst := netip.MustParseAddrPort(tc.src), netip.MustParseAddrPort(tc.dst)
+		f := testFrame(src, dst, []byte("partial"))
+		hl := frameHeaderLen(src.Addr())
+		udp := f[hl-udpHdrLen:]
+		s16, d16 := src.Addr().AsSlice(), dst.Addr().AsSlice()
+		binary.BigEndian.PutUint16(udp[6:8], fold(pseudoSum(s16, d16, len(udp))))
+		var u udpFrame
+		if r := parseFrame(f, 5000, &u); r != frameOK || !u.partial {
+			t.Fatalf("%v: partial checksum: reason %d, partial %v", src, r, u.partial)
+		}
+		binary.BigEndian.PutUint16(udp[6:8], fold(pseudoSum(s16, d16, len(udp)))+1)
+		if r := parseFrame(f, 5000, &u); r != frameChecksum {
+			t.Fatalf("%v: wrong checksum: reason %d", src, r)
+		}
+		f = testFrame(src, dst, []byte("full"))
+		if r := parseFrame(f, 5000, &u); r != frameOK || u.partial {
+			t.Fatalf("%v: full checksum: reason %d, partial %v", src, r, u.partial)
+		}
+	}
+}
