@@ -206,7 +206,7 @@ func readWithin(t *testing.T, c Conn, msgs []Message, want int, d time.Duration)
 	return out
 }
 
-func parseStats(t *testing.T, s string) map[string]uint64 {
+func parseStats(t testing.TB, s string) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, f := range strings.Fields(s) {
 		k, v, ok := strings.Cut(f, "=")

@@ -46,7 +46,7 @@ func runIP(args ...string) error {
 // newVethPair creates the namespaces and the link, or skips the test
 // saying why it cannot. Cleanup deletes both namespaces (and with them
 // the link).
-func newVethPair(t *testing.T) *vethPair {
+func newVethPair(t testing.TB) *vethPair {
 	t.Helper()
 	if os.Getenv(xdpChildEnv) != "" {
 		t.Skip("in a child")
@@ -94,7 +94,7 @@ func newVethPair(t *testing.T) *vethPair {
 
 // child is a test binary running one role in a namespace.
 type child struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	lines chan string
 	out   strings.Builder
@@ -103,11 +103,19 @@ type child struct {
 
 // startChild runs role in namespace ns with env (KEY=VALUE) and returns
 // once it has started; its stdout lines arrive on lines.
-func startChild(t *testing.T, ns, role string, env ...string) *child {
+func startChild(t testing.TB, ns, role string, env ...string) *child {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestXDPChild$", "-test.v")
+	args := []string{"netns", "exec", ns}
+	for _, e := range env {
+		// XDP_CPU pins the child to a core.
+		if cpu, ok := strings.CutPrefix(e, "XDP_CPU="); ok && cpu != "" {
+			args = append(args, "taskset", "-c", cpu)
+		}
+	}
+	args = append(args, os.Args[0], "-test.run=^TestXDPChild$", "-test.v")
+	cmd := exec.CommandContext(ctx, "ip", args...)
 	cmd.Env = append(append(os.Environ(), xdpChildEnv+"="+role), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
