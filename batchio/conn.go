@@ -2,7 +2,9 @@
 // datagrams into caller-preallocated messages, with netip.AddrPort
 // addresses. Listen opens a UDP socket (recvmmsg/sendmmsg on Linux, a
 // portable one elsewhere); what a socket can do beyond Conn is asked for
-// with As (Waker, Shedder, StatsReader). Test doubles (an in-memory
+// with As (Waker, Shedder, StatsReader). With Config.XDP, Listen and
+// ListenGroup open conns on AF_XDP sockets instead (Linux), the same Conn
+// to the engine. Test doubles (an in-memory
 // network, a network simulator, a fault injector, a scriptable fake) are
 // in package batchiotest.
 package batchio

@@ -57,6 +57,32 @@ func ParseXDPMode(s string) (XDPMode, error) {
 // same port, which owns the port for the kernel, receives what the
 // program passes on, and sends to peers whose link-layer address is not
 // known yet.
+//
+// Limits:
+//   - One group per interface: the program is the interface's only XDP
+//     program, so bind one address (the unspecified one serves IPv4 and
+//     IPv6 on the ring; its kernel socket and fallback is the bound
+//     family's only). A second Listen on the interface fails (EBUSY).
+//   - At most one conn per receive queue (a veth pair has one unless
+//     made with numrxqueues); queues without a conn go to the kernel.
+//   - Link-layer addresses come from the peers' own frames (a reply goes
+//     back the way its request came, through a router if the peer is off
+//     link) and from the neighbour table; a peer in neither is sent to
+//     through the kernel socket, which resolves it for the next time. A
+//     forged source can steer replies for that source to another station
+//     on the link, as forged ARP can on any link.
+//   - Replies leave from the bound address, or the interface's first
+//     address of the family; Message.Local is ignored.
+//   - Datagrams larger than the MTU allows go through the kernel socket
+//     (which may fragment); fragments, IPv4 options and IPv6 extension
+//     headers are the kernel's to receive.
+//   - In generic mode a local sender's UDP GSO send (veth) reaches the
+//     program as one frame; if it fits the MTU it is taken as one
+//     datagram. Use native mode on veth, or peers without GSO.
+//   - On veth, AF_XDP runs in copy mode (no zero-copy), and the frames
+//     from a veth peer carry a pending checksum offload, taken as
+//     XDPStats.PartialChecksum.
+//   - WaitRead blocks its OS thread in ppoll (Stats.BlockingWait).
 type XDP struct {
 	Mode XDPMode
 	// Interface is the name of the interface to attach to (required
