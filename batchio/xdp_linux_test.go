@@ -21,6 +21,62 @@ func init() {
 	childRoles["xdp-client"] = roleXDPClient
 	childRoles["xdp-attach"] = roleXDPAttach
 	childRoles["xdp-allocs"] = roleXDPAllocs
+	childRoles["xdp-group"] = roleXDPGroup
+}
+
+// roleXDPGroup opens a group of one conn per receive queue and reports
+// the queues, then asks for one more conn than queues.
+func roleXDPGroup(t *testing.T) {
+	cfg := Config{XDP: XDP{Mode: XDPNative, Interface: os.Getenv("XDP_IF")}}
+	conns, err := ListenGroup(netip.MustParseAddrPort("0.0.0.0:0"), 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queues []string
+	for _, c := range conns {
+		queues = append(queues, strconv.Itoa(c.(XDPStatsReader).XDPStats().Queue))
+		if c.LocalAddr() != conns[0].LocalAddr() {
+			t.Fatalf("group on %v and %v", c.LocalAddr(), conns[0].LocalAddr())
+		}
+	}
+	say("queues %s", strings.Join(queues, ","))
+	// Closing one keeps the program for the other.
+	conns[0].Close()
+	if id, _ := attachedXDP(os.Getenv("XDP_IF")); id == 0 {
+		t.Fatal("program detached while a conn of the group is open")
+	}
+	conns[1].Close()
+	if id, _ := attachedXDP(os.Getenv("XDP_IF")); id != 0 {
+		t.Fatal("program attached after the group closed")
+	}
+	_, err = ListenGroup(netip.MustParseAddrPort("0.0.0.0:0"), 3, cfg)
+	say("three %v", err)
+}
+
+// TestXDPGroup: on a veth with two receive queues, a group of two conns
+// takes queues 0 and 1 and shares one program, detached with the last
+// conn; a group of three is refused, saying why.
+func TestXDPGroup(t *testing.T) {
+	p := newVethPair(t)
+	// A second pair with two queues in the same namespaces.
+	ifA, ifB := p.ifA+"q", p.ifB+"q"
+	if err := runIP("link", "add", ifA, "netns", p.nsA, "numrxqueues", "2", "numtxqueues", "2", "type", "veth",
+		"peer", "name", ifB, "netns", p.nsB, "numrxqueues", "2", "numtxqueues", "2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range [][]string{{"-n", p.nsA, "addr", "add", "198.18.1.1/24", "dev", ifA}, {"-n", p.nsA, "link", "set", ifA, "up"}, {"-n", p.nsB, "link", "set", ifB, "up"}} {
+		if err := runIP(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startChild(t, p.nsA, "xdp-group", "XDP_IF="+ifA)
+	if q := c.expect("queues"); q != "0,1" {
+		t.Fatalf("queues %s, want 0,1", q)
+	}
+	if msg := c.expect("three"); !strings.Contains(msg, "3 conns but 2 receive queues") {
+		t.Fatalf("group of three: %s", msg)
+	}
+	c.wait()
 }
 
 func envMode(t *testing.T) XDPMode {
