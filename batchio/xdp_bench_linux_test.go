@@ -21,9 +21,11 @@ import (
 // each core (from /proc/stat) per echoed datagram. On veth the receive
 // side's kernel work runs where the sender's transmit raised it, on the
 // load's core, for both paths: read "cpu1-ns/pkt" with that in mind.
-// Needs root and two cores; one round per mode per -count:
+// Needs root and two cores. -count repeats each mode before the next,
+// so alternate rounds from the shell, one round of each mode a run:
 //
-//	go test -run '^$' -bench VethEcho -benchtime 1x -count 3 ./batchio
+//	go test -c -o /tmp/bt ./batchio
+//	for r in 1 2 3; do XDP_BENCH_SIZE=64 /tmp/bt -test.run '^$' -test.bench VethEcho -test.benchtime 1x; done
 func BenchmarkVethEcho(b *testing.B) {
 	if runtime.NumCPU() < 2 {
 		b.Skip("needs two cores")
@@ -41,12 +43,32 @@ func BenchmarkVethEcho(b *testing.B) {
 				b.ReportMetric(r.cpu1, "cpu1-ns/pkt")
 				b.ReportMetric(r.util0, "cpu0-util")
 				b.ReportMetric(r.util1, "cpu1-util")
+				b.ReportMetric(r.srv, "srv-ns/pkt")
+				b.ReportMetric(r.load, "load-ns/pkt")
 			}
 		})
 	}
 }
 
-type echoResult struct{ pps, cpu0, cpu1, util0, util1 float64 }
+// echoResult: cpu0 and cpu1 are each core's busy time per echoed
+// datagram (anything that ran there, softirqs included); srv and load
+// the server's and the load's own process time (user and system, as
+// /proc/PID/stat charges it) per echoed datagram, which leaves out other
+// processes on a shared machine.
+type echoResult struct{ pps, cpu0, cpu1, util0, util1, srv, load float64 }
+
+// procCPU reads a process's user and system time in clock ticks.
+func procCPU(tb testing.TB, pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + st
+}
 
 // cpuBusy reads the busy and total jiffies of cpu0 and cpu1.
 func cpuBusy(tb testing.TB) (busy, total [2]uint64) {
@@ -81,8 +103,10 @@ func vethEchoRound(tb testing.TB, mode string, size int, d time.Duration) echoRe
 		"XDP_SECS="+d.String())
 	load.expect("start")
 	b0, t0 := cpuBusy(tb)
+	s0, l0 := procCPU(tb, srv.cmd.Process.Pid), procCPU(tb, load.cmd.Process.Pid)
 	st := parseStats(tb, load.expect("end"))
 	b1, t1 := cpuBusy(tb)
+	s1, l1 := procCPU(tb, srv.cmd.Process.Pid), procCPU(tb, load.cmd.Process.Pid)
 	load.wait()
 	srv.expect("quit")
 	srv.wait()
@@ -97,6 +121,8 @@ func vethEchoRound(tb testing.TB, mode string, size int, d time.Duration) echoRe
 		cpu1:  float64(b1[1]-b0[1]) * jiffy / n,
 		util0: float64(b1[0]-b0[0]) / float64(max(t1[0]-t0[0], 1)),
 		util1: float64(b1[1]-b0[1]) / float64(max(t1[1]-t0[1], 1)),
+		srv:   float64(s1-s0) * jiffy / n,
+		load:  float64(l1-l0) * jiffy / n,
 	}
 }
 

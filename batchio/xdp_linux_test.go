@@ -22,6 +22,55 @@ func init() {
 	childRoles["xdp-attach"] = roleXDPAttach
 	childRoles["xdp-allocs"] = roleXDPAllocs
 	childRoles["xdp-group"] = roleXDPGroup
+	childRoles["xdp-wait"] = roleXDPWait
+}
+
+// roleXDPWait: Wake ends a WaitRead without a deadline, Close ends
+// another with ErrClosed, and the conn's methods then say ErrClosed.
+func roleXDPWait(t *testing.T) {
+	c, err := Listen(netip.MustParseAddrPort("0.0.0.0:0"), Config{XDP: XDP{Mode: XDPNative, Interface: os.Getenv("XDP_IF")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, end := range []string{"wake", "close"} {
+		done := waitErr(c, time.Time{})
+		select {
+		case err := <-done:
+			t.Fatalf("WaitRead returned before %s: %v", end, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if end == "wake" {
+			c.(Waker).Wake()
+		} else {
+			c.Close()
+		}
+		select {
+		case err := <-done:
+			if end == "wake" && err != nil || end == "close" && err != ErrClosed {
+				t.Fatalf("WaitRead after %s: %v", end, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("WaitRead still blocked 2 s after %s", end)
+		}
+	}
+	if _, err := c.ReadBatch(makeMsgs(1, 64)); err != ErrClosed {
+		t.Fatalf("ReadBatch after Close: %v", err)
+	}
+	if _, err := c.WriteBatch([]Message{{Buf: []byte("x"), N: 1, Addr: netip.MustParseAddrPort("198.18.0.2:9")}}); err != ErrClosed {
+		t.Fatalf("WriteBatch after Close: %v", err)
+	}
+	if c.Close() != nil {
+		t.Fatal("second Close failed")
+	}
+	say("ok")
+}
+
+// TestXDPWaitWakeClose runs roleXDPWait in a namespace.
+func TestXDPWaitWakeClose(t *testing.T) {
+	p := newVethPair(t)
+	c := startChild(t, p.nsA, "xdp-wait", "XDP_IF="+p.ifA)
+	c.expect("ok")
+	c.wait()
 }
 
 // roleXDPGroup opens a group of one conn per receive queue and reports
