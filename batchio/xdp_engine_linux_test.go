@@ -162,14 +162,24 @@ func roleEngineClients(t *testing.T) {
 }
 
 func TestXDPEngineEndToEnd(t *testing.T) {
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		t.Run(fam, func(t *testing.T) { testXDPEngineEndToEnd(t, fam == "ipv6") })
+	}
+}
+
+func testXDPEngineEndToEnd(t *testing.T, ipv6 bool) {
 	p := batchio.NewTestVeth(t)
-	srv := batchio.StartTestChild(t, p.NsA, "engine-server", "XDP_BIND="+netip.AddrPortFrom(p.A4, 40000).String(), "XDP_IF="+p.IfA)
+	srvIP, cliIP := p.A4, p.B4
+	if ipv6 {
+		srvIP, cliIP = p.A6, p.B6
+	}
+	srv := batchio.StartTestChild(t, p.NsA, "engine-server", "XDP_BIND="+netip.AddrPortFrom(srvIP, 40000).String(), "XDP_IF="+p.IfA)
 	port, err := strconv.Atoi(srv.Expect("ready"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := batchio.StartTestChild(t, p.NsB, "engine-clients", "XDP_SRC="+p.B4.String(),
-		"XDP_DST="+netip.AddrPortFrom(p.A4, uint16(port)).String())
+	cli := batchio.StartTestChild(t, p.NsB, "engine-clients", "XDP_SRC="+cliIP.String(),
+		"XDP_DST="+netip.AddrPortFrom(srvIP, uint16(port)).String())
 	cli.Expect("done")
 	cli.Wait()
 	st := map[string]int{}
