@@ -83,6 +83,9 @@ func ParseXDPMode(s string) (XDPMode, error) {
 //     from a veth peer carry a pending checksum offload, taken as
 //     XDPStats.PartialChecksum.
 //   - WaitRead blocks its OS thread in ppoll (Stats.BlockingWait).
+//   - No Shedder and no SourceLimit: their socket filters never see the
+//     ring's datagrams. A SourceLimit that is not Optional is an error
+//     (with XDPTry, the socket path is opened instead).
 type XDP struct {
 	Mode XDPMode
 	// Interface is the name of the interface to attach to (required

@@ -648,7 +648,19 @@ func TestXDPTryFallback(t *testing.T) {
 	if _, ok := As[XDPStatsReader](c); ok {
 		t.Fatal("XDPTry without an interface gave an AF_XDP conn")
 	}
+	// A source limit cannot hold on the ring: XDPTry takes the socket
+	// path, where it does; XDPNative refuses unless it is optional.
+	cfg.SourceLimit = SourceLimit{Rate: 100, Burst: 10}
+	c2, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
 	cfg.XDP.Mode = XDPNative
+	if _, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"), cfg); err == nil || !strings.Contains(err.Error(), "SourceLimit") {
+		t.Fatalf("XDPNative with a source limit: %v", err)
+	}
+	cfg.SourceLimit = SourceLimit{}
 	if _, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"), cfg); err == nil || !strings.Contains(err.Error(), "nonexistent0") {
 		t.Fatalf("XDPNative on a missing interface: %v", err)
 	}

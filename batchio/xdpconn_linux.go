@@ -88,6 +88,9 @@ func listenXDP(addr netip.AddrPort, n int, cfg Config) ([]Conn, error) {
 		return nil, err
 	}
 	xc := cfg.XDP
+	if cfg.SourceLimit.Rate > 0 && !cfg.SourceLimit.Optional && xc.Mode != XDPTry {
+		return nil, errors.New("batchio: SourceLimit is a socket filter, which datagrams on the AF_XDP path never pass; set SourceLimit.Optional to run without it, or XDP.Mode XDPOff")
+	}
 	kcfg := cfg
 	kcfg.XDP = XDP{}
 	kerns, err := ListenGroup(addr, n, kcfg)
