@@ -422,12 +422,17 @@ func parseStats(t testing.TB, s string) map[string]uint64 {
 // of them went through the AF_XDP socket, none through the kernel's.
 func TestXDPEcho(t *testing.T) {
 	for _, mode := range []string{"native", "generic"} {
-		for _, fam := range []string{"ipv4", "ipv6"} {
+		// ipv6-on-0.0.0.0: an unspecified IPv4 bind takes IPv6 on the
+		// ring too (replies through the ring, to the learned address).
+		for _, fam := range []string{"ipv4", "ipv6", "ipv6-on-0.0.0.0"} {
 			t.Run(mode+"/"+fam, func(t *testing.T) {
 				p := newVethPair(t)
 				bind, src, dst := "0.0.0.0:0", p.b4, p.a4
-				if fam == "ipv6" {
+				switch fam {
+				case "ipv6":
 					bind, src, dst = "[::]:0", p.b6, p.a6
+				case "ipv6-on-0.0.0.0":
+					src, dst = p.b6, p.a6
 				}
 				srv := startChild(t, p.nsA, "xdp-echo", "XDP_BIND="+bind, "XDP_IF="+p.ifA, "XDP_MODE="+mode)
 				ready := strings.Fields(srv.expect("ready"))
