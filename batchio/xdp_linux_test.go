@@ -179,6 +179,10 @@ func roleXDPGroup(t *testing.T) {
 	}
 	say("queues %s", strings.Join(queues, ","))
 	// Closing one keeps the program for the other.
+	// A second group on the interface is refused, naming the program.
+	if _, err := ListenGroup(netip.MustParseAddrPort("0.0.0.0:0"), 1, cfg); err == nil || !strings.Contains(err.Error(), "attached already") {
+		t.Fatalf("second group on the interface: %v", err)
+	}
 	conns[0].Close()
 	if id, _ := attachedXDP(os.Getenv("XDP_IF")); id == 0 {
 		t.Fatal("program detached while a conn of the group is open")

@@ -214,7 +214,11 @@ func attachXDP(iface *net.Interface, f xdpFilter, queues int, mode XDPMode) (*xd
 				what += " (the driver lacks it?)"
 			}
 			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) {
-				what += " (another XDP program is attached)"
+				if id, _ := linkXDPProg(iface.Index); id != 0 {
+					what += fmt.Sprintf(" (XDP program %d is attached already: another server on the interface?)", id)
+				} else {
+					what += " (another XDP program is attached)"
+				}
 			}
 			return fail(what, err)
 		}
