@@ -71,7 +71,9 @@ func (c *Client) SealNext(buf, payload []byte) (int, error) {
 
 // SendSealed queues a packet sealed by SealNext, like SendPacket: it
 // counts as activity (no keep-alive in the same interval) and goes out at
-// the next Flush or Update. packet is copied.
+// the next Flush or Update. packet is copied. From the first one on, the
+// client's own packets take sequences past the block, so that the server,
+// which has seen the block's, does not drop them as replays.
 func (c *Client) SendSealed(packet []byte) error {
 	if err := c.sealAheadUsable(); err != nil {
 		return err
@@ -79,6 +81,8 @@ func (c *Client) SendSealed(packet []byte) error {
 	if len(packet) < 1 || len(packet) > codec.MaxPacketBytes {
 		return fmt.Errorf("%w: packet of %d bytes; want 1 to %d", ErrSealAhead, len(packet), codec.MaxPacketBytes)
 	}
+	c.sequence = max(c.sequence, c.res.end)
+	c.recordSequence()
 	buf := c.txBuf()
 	c.txCommit(copy(buf, packet), nil)
 	return nil

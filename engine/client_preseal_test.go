@@ -71,6 +71,13 @@ func TestSealAhead(t *testing.T) {
 		t.Fatalf("the fifth keep-alive took %d; want %d, past the block", srv.seqs[4], first+3)
 	}
 
+	// After the sealed packets, the client's own are past the block.
+	srv.seqs = nil
+	h.step(2 * PacketSendInterval)
+	if len(srv.seqs) == 0 || srv.seqs[0] < first+3 {
+		t.Fatalf("keep-alive after the sealed packets: sequences %v; want past %d", srv.seqs, first+2)
+	}
+
 	// A session with the same token later starts above the block.
 	h.client.Disconnect(h.now)
 	h.deliver()
@@ -120,5 +127,30 @@ func TestSealAheadRefused(t *testing.T) {
 	}
 	if err := h.client.SendSealed(nil); !errors.Is(err, ErrSealAhead) {
 		t.Fatalf("SendSealed(nil): %v", err)
+	}
+}
+
+// TestSealAheadSentJumps: once a sealed packet is sent, the client's own
+// packets take sequences past the block at once, not when the counter
+// reaches it (a server that saw the block would drop them as replays).
+func TestSealAheadSentJumps(t *testing.T) {
+	h := newClientHarness(t, ClientConfig{}, ctAccept)
+	h.connected(h.token(10, 30))
+	srv := h.servers[0]
+	if err := h.client.ReserveSequences(500, 1); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := h.client.SealNext(buf, []byte{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.SendSealed(buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	srv.seqs = nil
+	h.step(2 * PacketSendInterval)
+	if len(srv.seqs) < 2 || srv.seqs[1] <= srv.seqs[0] {
+		t.Fatalf("sequences after the sealed packet %v; want the keep-alive past it", srv.seqs)
 	}
 }
