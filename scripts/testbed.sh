@@ -101,10 +101,16 @@ cleanup() {
 		fi
 	done
 }
+child=
+# stop ends the command (by its pid) and exits; cleanup runs on EXIT.
+stop() {
+	[[ -n $child ]] && kill -TERM "$child" 2>/dev/null
+	exit "$1"
+}
 trap 'cleanup' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
 
 # The watchdog outlives a SIGKILL of this script: it waits for the
 # script's pid to go, then cleans up. It is bounded by the same time limit
@@ -176,9 +182,13 @@ export TESTBED_FLAGS="-server-netns $srv_ns -server-ip $srv_ip -client-net $clie
 export TESTBED_XDP_FLAGS=${TESTBED_XDP_FLAGS:-}
 echo "testbed: $srv_ns ($srv_ip, cpus $server_cpus) <-> $load_ns ($load_ip, $client_net, cpus $load_cpus), at most ${timeout_s}s" >&2
 
-# Not exec: the traps must run when the command ends.
+# Not exec, and in the background: bash runs a trap only between
+# commands, and wait is one it interrupts.
 set +e
-timeout --kill-after=5 "$timeout_s" ip netns exec "$load_ns" "$@"
+timeout --kill-after=5 "$timeout_s" ip netns exec "$load_ns" "$@" &
+child=$!
+wait "$child"
 rc=$?
+child=
 set -e
 exit $rc
