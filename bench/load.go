@@ -331,6 +331,7 @@ type Load struct {
 	// sealReq is the latest request to seal a window's payloads ahead;
 	// sealNs how long one took a worker at the last one (PresealLead).
 	sealReq atomic.Pointer[sealRequest]
+	sealIDs atomic.Uint64
 	sealNs  atomic.Int64
 
 	connected atomic.Int64

@@ -128,11 +128,11 @@ type muxWorker struct {
 	shard *loadShard
 
 	// sealBuf and sealLens hold the payloads sealed ahead for a window
-	// (preseal.go), reused from window to window; sealGen is the last
+	// (preseal.go), reused from window to window; sealID is the last
 	// request served.
 	sealBuf  []byte
 	sealLens []uint16
-	sealGen  uint64
+	sealID   uint64
 
 	// Counters: owner goroutine only, read after Close.
 	stray     uint64 // datagrams for an address no client has
@@ -236,8 +236,8 @@ func (w *muxWorker) run() {
 				w.wakes.set(j, 0)
 			}
 		}
-		if r := l.sealReq.Load(); r != nil && r.gen != w.sealGen {
-			w.sealGen = r.gen
+		if r := l.sealReq.Load(); r != nil && r.id != w.sealID {
+			w.sealID = r.id
 			w.preseal(r)
 		}
 		if !w.receive() {

@@ -44,6 +44,7 @@ var ErrPresealLate = errors.New("bench: the window's payloads were sealed after 
 
 // sealRequest asks the workers to seal a window's payloads.
 type sealRequest struct {
+	id       uint64 // counts requests: a retry has the same gen
 	gen      uint64 // the window's Load.gen
 	start    time.Time
 	end      time.Time
@@ -111,7 +112,7 @@ func (l *Load) preseal(rateHz float64, start time.Time, d time.Duration) error {
 			d, rateHz, l.Active(), (need+1<<20-1)>>20, l.cfg.PresealLimit>>20)
 	}
 	iv := max(time.Duration(float64(time.Second)/rateHz), 1)
-	r := &sealRequest{gen: l.gen.Load() + 1, start: start, end: start.Add(d), interval: iv}
+	r := &sealRequest{id: l.sealIDs.Add(1), gen: l.gen.Load() + 1, start: start, end: start.Add(d), interval: iv}
 	r.wg.Add(len(l.workers))
 	t0 := time.Now()
 	l.sealReq.Store(r)
