@@ -57,7 +57,7 @@ const (
 	// runs its engine client's update (timers: keep-alives at 10 Hz,
 	// timeouts in seconds) when it wakes only to send; its payloads go
 	// out at once all the same.
-	updateEvery = 10 * time.Millisecond
+	updateEvery = 50 * time.Millisecond
 	// connectSpacing paces the start of clients: connectGroup clients per
 	// connectSpacing, so that thousands of 1078-byte requests do not
 	// overflow the server's socket buffer at once.
@@ -142,9 +142,20 @@ type LoadConfig struct {
 	// Sockets selects how clients get their addresses (default
 	// SocketsAuto).
 	Sockets LoadSockets
+	// ClientNet is the IPv4 block (a /8 or /16) shared sockets give their
+	// clients addresses from; it must be routed to the load as local (as
+	// 127.0.0.0/8 is, and as scripts/testbed.sh routes 198.19.0.0/16).
+	// Zero: 127.0.0.0/8, for a server on IPv4 loopback.
+	ClientNet netip.Prefix
 	// Workers is how many goroutines drive the clients when they share
 	// sockets (0: GOMAXPROCS, and no more than one per 64 clients).
 	Workers int
+	// PresealLimit, when more than 0, has BeginWindow seal every payload
+	// of a closed window ahead (see preseal.go), holding at most this
+	// many bytes of them; a window that would need more is refused. Shared
+	// sockets, netcode (not Bare) and no Reliable only; 0 seals each
+	// payload as it is sent.
+	PresealLimit int64
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
 }
@@ -272,7 +283,11 @@ type loadClient struct {
 	// rel is the engine client when it has a reliable endpoint; its
 	// figures are published at every tick for Load.ReliableMark. acks
 	// takes its acks (reliable.Config.AckBufferSize of them).
-	rel               *engine.Client
+	rel *engine.Client
+	// eng is the engine client (nil in a bare load); seal its payloads
+	// sealed ahead for the current window (preseal.go).
+	eng               *engine.Client
+	seal              sealBlock
 	acks              []uint16
 	relRTT, relAvg    atomic.Uint32 // float32 bits, ms
 	relSent, relAcked atomic.Uint64
@@ -298,6 +313,7 @@ type Load struct {
 	clients []*loadClient
 	shards  []*loadShard
 	workers []*muxWorker // SocketsShared only
+	net     muxNet       // the shared sockets' client addresses
 
 	startWall int64 // l.start in Unix nanoseconds: snapshot stamps' clock
 	sample    int   // the effective SampleEvery
@@ -311,6 +327,12 @@ type Load struct {
 
 	active    atomic.Pointer[activeSet]
 	activeGen atomic.Uint64
+
+	// sealReq is the latest request to seal a window's payloads ahead;
+	// sealNs how long one took a worker at the last one (PresealLead).
+	sealReq atomic.Pointer[sealRequest]
+	sealIDs atomic.Uint64
+	sealNs  atomic.Int64
 
 	connected atomic.Int64
 	stopping  atomic.Bool
@@ -378,6 +400,16 @@ func (c *LoadConfig) normalize() error {
 		if c.Server.Addr().Unmap().Is4() {
 			c.Bind = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 		}
+		if !c.Server.Addr().IsLoopback() {
+			// Another host or namespace: the route picks the source.
+			c.Bind = netip.IPv6Unspecified()
+			if c.Server.Addr().Unmap().Is4() {
+				c.Bind = netip.IPv4Unspecified()
+			}
+		}
+	}
+	if _, err := newMuxNet(c.ClientNet); err != nil {
+		return err
 	}
 	if c.ClientIDBase == 0 {
 		c.ClientIDBase = 1
@@ -388,7 +420,7 @@ func (c *LoadConfig) normalize() error {
 	if c.ExpireSeconds == 0 {
 		c.ExpireSeconds = int64(engine.DefaultMaxConnectTokenLifetime / time.Second)
 	}
-	loopback4 := c.Server.Addr().Unmap().Is4() && c.Server.Addr().IsLoopback()
+	loopback4 := c.Server.Addr().Unmap().Is4() && (c.Server.Addr().IsLoopback() || c.ClientNet.IsValid())
 	switch c.Sockets {
 	case SocketsAuto:
 		c.Sockets = SocketsPerClient
@@ -402,6 +434,9 @@ func (c *LoadConfig) normalize() error {
 	case SocketsPerClient:
 	default:
 		return fmt.Errorf("bench: sockets mode %d; want SocketsAuto, SocketsShared or SocketsPerClient", c.Sockets)
+	}
+	if c.PresealLimit < 0 {
+		return fmt.Errorf("bench: preseal limit %d bytes; want 0 (off) or more", c.PresealLimit)
 	}
 	if c.Workers < 0 || c.Workers > maxLoadWorkers {
 		return fmt.Errorf("bench: %d workers; want 0 (automatic) to %d", c.Workers, maxLoadWorkers)
@@ -419,6 +454,7 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 		return nil, err
 	}
 	l := &Load{cfg: cfg, log: cfg.Logger}
+	l.net, _ = newMuxNet(cfg.ClientNet) // checked by normalize
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -523,6 +559,7 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 		rbuf:    make([]byte, maxPayload(l.cfg.Reliable)),
 		sampled: i%l.sample == 0,
 	}
+	c.eng = eng
 	if l.cfg.Reliable != nil {
 		c.rel, c.acks = eng, make([]uint16, 0, l.cfg.Reliable.AckBufferSize)
 	}
@@ -665,8 +702,17 @@ func (l *Load) Clients() int { return len(l.clients) }
 // start+d); d = 0 leaves the window open until SetRate. Clients spread
 // their first sends evenly over one interval after start. Give start a lead
 // of at least engine.PacketSendInterval: an idle client notices the new
-// window only when it next wakes, which is within that time.
-func (l *Load) BeginWindow(rateHz float64, start time.Time, d time.Duration) {
+// window only when it next wakes, which is within that time; with
+// LoadConfig.PresealLimit, add PresealLead: BeginWindow first has the
+// workers seal the window's payloads and waits for them. It returns an
+// error, and changes nothing, when the sealed payloads would exceed the
+// limit, or ErrPresealLate when sealing them ended after start.
+func (l *Load) BeginWindow(rateHz float64, start time.Time, d time.Duration) error {
+	if l.presealing(rateHz, d) {
+		if err := l.preseal(rateHz, start, d); err != nil {
+			return err
+		}
+	}
 	for _, s := range l.shards {
 		s.mu.Lock()
 		s.hist.Reset()
@@ -683,6 +729,7 @@ func (l *Load) BeginWindow(rateHz float64, start time.Time, d time.Duration) {
 		l.winEnd.Store(startNs + int64(d))
 	}
 	l.SetRate(rateHz)
+	return nil
 }
 
 // SetRate changes the per-client send rate at once, keeping the counters
@@ -1090,13 +1137,20 @@ func (l *Load) send(c *loadClient, now time.Time) {
 			behind := now.Sub(*next)/interval + 1
 			*next = next.Add(behind * interval)
 			lag = uint64(behind)
+			c.seal.k += int(behind) // the skipped payloads' sealed packets
 			break
 		}
-		PutStamp(c.pay, nowNs, c.seq)
-		if c.cl.SendPacket(c.pay) != nil {
-			break
+		if ok, sealed := c.sendSealed(c.gen); sealed {
+			if !ok {
+				break
+			}
+		} else {
+			PutStamp(c.pay, nowNs, c.seq)
+			if c.cl.SendPacket(c.pay) != nil {
+				break
+			}
+			c.seq++
 		}
-		c.seq++
 		sent++
 		*next = next.Add(interval)
 	}

@@ -27,28 +27,77 @@ const (
 	muxHostsPerSubnet = 254
 )
 
-// muxAddr returns the loopback address of a worker's j-th client:
-// 127.b.c.d with d in 1..254, counting up from 127.1.0.1. Every address in
-// 127.0.0.0/8 is local on Linux, so the worker's wildcard socket receives
-// what the server sends to any of them.
-func muxAddr(j int) netip.Addr {
-	x := j / muxHostsPerSubnet
-	return netip.AddrFrom4([4]byte{127, byte(1 + x>>8), byte(x), byte(1 + j%muxHostsPerSubnet)})
+// muxNet is the block shared-socket clients take their addresses from:
+// 127.0.0.0/8 on loopback (every address in it is local on Linux), or a
+// /16 routed to the load as local (the testbed's 198.19.0.0/16).
+type muxNet struct {
+	b0, b1 byte
+	wide   bool // a /8: two bytes count the subnets
 }
 
-// muxIndex inverts muxAddr; it returns -1 for an address muxAddr never
-// returns.
-func muxIndex(a netip.Addr) int {
+var loopbackNet = muxNet{b0: 127, wide: true}
+
+// newMuxNet checks p: an IPv4 /8 or /16 (zero: 127.0.0.0/8).
+func newMuxNet(p netip.Prefix) (muxNet, error) {
+	if !p.IsValid() {
+		return loopbackNet, nil
+	}
+	a := p.Addr()
+	if !a.Is4() || (p.Bits() != 8 && p.Bits() != 16) || p.Masked() != p {
+		return muxNet{}, fmt.Errorf("bench: client net %v; want an IPv4 /8 or /16 prefix such as 198.19.0.0/16", p)
+	}
+	b := a.As4()
+	if p.Bits() == 8 {
+		return muxNet{b0: b[0], wide: true}, nil
+	}
+	return muxNet{b0: b[0], b1: b[1]}, nil
+}
+
+// capacity is how many clients one worker can address.
+func (n muxNet) capacity() int {
+	if n.wide {
+		return 255 << 8 * muxHostsPerSubnet
+	}
+	return 256 * muxHostsPerSubnet
+}
+
+// addr returns the address of a worker's j-th client: in a /8,
+// b0.b.c.d with d in 1..254, counting up from b0.1.0.1; in a /16,
+// b0.b1.c.d from b0.b1.0.1. The worker's wildcard socket receives what
+// the server sends to any of them.
+func (n muxNet) addr(j int) netip.Addr {
+	x := j / muxHostsPerSubnet
+	if n.wide {
+		return netip.AddrFrom4([4]byte{n.b0, byte(1 + x>>8), byte(x), byte(1 + j%muxHostsPerSubnet)})
+	}
+	return netip.AddrFrom4([4]byte{n.b0, n.b1, byte(x), byte(1 + j%muxHostsPerSubnet)})
+}
+
+// index inverts addr; it returns -1 for an address addr never returns.
+func (n muxNet) index(a netip.Addr) int {
 	if !a.Is4() {
 		return -1
 	}
 	b := a.As4()
-	if b[0] != 127 || b[1] == 0 || b[3] == 0 || b[3] == 255 {
+	if b[0] != n.b0 || b[3] == 0 || b[3] == 255 {
 		return -1
 	}
-	x := int(b[1]-1)<<8 | int(b[2])
-	return x*muxHostsPerSubnet + int(b[3]) - 1
+	if n.wide {
+		if b[1] == 0 {
+			return -1
+		}
+		x := int(b[1]-1)<<8 | int(b[2])
+		return x*muxHostsPerSubnet + int(b[3]) - 1
+	}
+	if b[1] != n.b1 {
+		return -1
+	}
+	return int(b[2])*muxHostsPerSubnet + int(b[3]) - 1
 }
+
+// muxAddr and muxIndex are addr and index on loopback.
+func muxAddr(j int) netip.Addr  { return loopbackNet.addr(j) }
+func muxIndex(a netip.Addr) int { return loopbackNet.index(a) }
 
 // muxWorker drives many clients through one socket bound to the IPv4
 // wildcard address. Each client has its own address in 127.0.0.0/8 on the
@@ -61,6 +110,7 @@ func muxIndex(a netip.Addr) int {
 // cost nothing, and nothing is allocated per packet.
 type muxWorker struct {
 	l       *Load
+	net     muxNet
 	conn    batchio.Conn
 	clients []*loadClient
 	views   []*muxConn
@@ -76,6 +126,13 @@ type muxWorker struct {
 	// account) until they are added to shard, once per batch.
 	fast  LoadTotals
 	shard *loadShard
+
+	// sealBuf and sealLens hold the payloads sealed ahead for a window
+	// (preseal.go), reused from window to window; sealID is the last
+	// request served.
+	sealBuf  []byte
+	sealLens []uint16
+	sealID   uint64
 
 	// Counters: owner goroutine only, read after Close.
 	stray     uint64 // datagrams for an address no client has
@@ -105,8 +162,13 @@ func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: shared client socket: %w", err)
 	}
+	if capacity > l.net.capacity() {
+		conn.Close()
+		return nil, fmt.Errorf("bench: %d clients on one shared socket; its address block has room for %d (add workers)", capacity, l.net.capacity())
+	}
 	w := &muxWorker{
 		l:       l,
+		net:     l.net,
 		conn:    conn,
 		clients: make([]*loadClient, 0, capacity),
 		views:   make([]*muxConn, 0, capacity),
@@ -127,7 +189,7 @@ func (w *muxWorker) attach(i int) (batchio.Conn, error) {
 	if j == cap(w.views) {
 		return nil, fmt.Errorf("bench: worker full at %d clients", j)
 	}
-	v := &muxConn{w: w, local: netip.AddrPortFrom(muxAddr(j), w.conn.LocalAddr().Port()), head: -1}
+	v := &muxConn{w: w, local: netip.AddrPortFrom(w.net.addr(j), w.conn.LocalAddr().Port()), head: -1}
 	w.views = append(w.views, v)
 	return v, nil
 }
@@ -174,6 +236,10 @@ func (w *muxWorker) run() {
 				w.wakes.set(j, 0)
 			}
 		}
+		if r := l.sealReq.Load(); r != nil && r.id != w.sealID {
+			w.sealID = r.id
+			w.preseal(r)
+		}
 		if !w.receive() {
 			return
 		}
@@ -217,7 +283,7 @@ func (w *muxWorker) receive() bool {
 		// Chain each client's datagrams in arrival order, then tick the
 		// clients; their conns' ReadBatch walks the chains.
 		for i := range n {
-			j := muxIndex(w.rx[i].Local)
+			j := w.net.index(w.rx[i].Local)
 			if j < 0 || j >= len(w.views) {
 				w.stray++
 				continue

@@ -126,6 +126,10 @@ type Result struct {
 	// MaxPlayers is a game sweep's answer: the most players whose
 	// snapshots all arrived (loss <= 0.1%) with p99 under a tick.
 	MaxPlayers *int `json:"max_players,omitempty"`
+	// LoadLimited is set, and MaxPlayers or MaxSustainedPPS left out,
+	// when a sweep's failing step had the load saturated: the figure
+	// would be the load's ceiling, not the server's.
+	LoadLimited string `json:"load_limited,omitempty"`
 	// SampleEvery: only every SampleEvery-th client opened and timed its
 	// replies (the others counted them unopened); 1: all did.
 	SampleEvery int `json:"sample_every"`
@@ -398,6 +402,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	}
 	if r.MaxPlayers != nil {
 		row("max players", "%d at %.0f Hz", *r.MaxPlayers, r.TickHz)
+	}
+	if r.LoadLimited != "" {
+		row("not reported", "%s", r.LoadLimited)
 	}
 	row("server cpu", "%s ns/%s, %s ns/datagram, %s of its core", optFloat(r.ServerCPUNsPerPacket, "%.0f"), unit,
 		optFloat(r.ServerCPUNsPerDatagram, "%.0f"), optPercent(r.ServerCPURatio))

@@ -185,6 +185,7 @@ type Client struct {
 	tokenLife    time.Duration // < 0: never expires
 	timeout      time.Duration // < 0: timeouts disabled
 	sequence     uint64        // next send sequence
+	res          reservation   // sequences set aside for SealNext
 	seqSlot      int           // index into seqs of this session's key, -1 if none
 
 	// Attempt: one server address.
@@ -424,11 +425,10 @@ func (c *Client) claimSequence() int {
 // the one after it. Requests use one too (they carry none): the reference's
 // counter counts every packet sent.
 func (c *Client) nextSequence() uint64 {
+	c.skipReserved()
 	s := c.sequence
 	c.sequence++
-	if c.seqSlot >= 0 {
-		c.seqs[c.seqSlot].next = c.sequence
-	}
+	c.recordSequence()
 	return s
 }
 
@@ -481,6 +481,7 @@ func (c *Client) reset(state ClientState) {
 	c.sendKey, c.recvKey, c.read.Key = nil, nil, nil
 	c.seqSlot = -1
 	c.sequence = 0
+	c.res = reservation{}
 	c.token = codec.ConnectToken{}
 	c.serverIndex = 0
 	c.serverAddr = netip.AddrPort{}

@@ -26,7 +26,18 @@
 #         each a -sweep for the highest sustained rate; DIR/recv-table.md
 #         (scripts/ratiotable) has ratios to mmsg at the same payload and
 #         client count.
-#   all   both.
+#   net   loopback against the veth testbed (scripts/testbed.sh): ROUNDS
+#         rounds, each alternating loopback and testbed runs of the game
+#         sweep and the echo sweep (-sweep -size ECHO_SIZE, default 64),
+#         netcode then -bare, each into DIR/net-*.json. Needs TESTBED=1 (it runs inside the testbed; the
+#         loopback runs use the load namespace's own loopback).
+#   all   game and recv.
+#
+# TESTBED=1 runs the whole suite inside a testbed of its own
+# (scripts/testbed.sh, at most TESTBED_TIMEOUT seconds, default 7200):
+# every run gets $TESTBED_FLAGS, so game and recv measure the testbed
+# instead of loopback. TESTBED_XDP_FLAGS (empty by default) is added to
+# every testbed run: the hook for the server's AF_XDP path (-xdp).
 #
 # Every run writes its JSON and console output into DIR, with the
 # machine's uptime before it in DIR/uptime.log; DIR/latency.svg plots
@@ -37,6 +48,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ${TESTBED:-} == 1 && -z ${TESTBED_FLAGS:-} ]]; then
+	exec "$root/scripts/testbed.sh" -t "${TESTBED_TIMEOUT:-7200}" -- env TESTBED=1 "$0" "$@"
+fi
 out=${1:-$root/bench-results/$(date +%Y%m%d-%H%M%S)}
 shift || true
 mkdir -p "$out"
@@ -50,13 +64,34 @@ duration=${DURATION:-10s}
 cd "$root"
 go build -o "$out/netbench" ./cmd/netbench
 
-# run NAME FLAGS...: one netbench run into DIR/NAME.json and NAME.txt.
+# The testbed's flags (empty on loopback).
+tb_flags=()
+if [[ -n ${TESTBED_FLAGS:-} ]]; then
+	read -ra tb_flags <<<"$TESTBED_FLAGS ${TESTBED_XDP_FLAGS:-}"
+fi
+
+# run NAME FLAGS...: one netbench run into DIR/NAME.json and NAME.txt, on
+# the testbed when there is one.
 run() {
+	local name=$1
+	shift
+	run_on "${tb_flags[@]}" -- "$name" "$@"
+}
+
+# run_on [TESTBED FLAGS...] -- NAME FLAGS...: one run with the given
+# testbed flags (none: loopback).
+run_on() {
+	local on=()
+	while [[ $1 != -- ]]; do
+		on+=("$1")
+		shift
+	done
+	shift
 	local name=$1
 	shift
 	echo "== $name" >&2
 	echo "$name: $(uptime)" >>"$out/uptime.log"
-	"$out/netbench" -quiet -shards 0 -label "$name" -json "$out/$name.json" "$@" | tee "$out/$name.txt"
+	"$out/netbench" -quiet -shards 0 -label "$name" -json "$out/$name.json" "${on[@]}" "$@" | tee "$out/$name.txt"
 }
 
 if [[ $suite == game || $suite == all ]]; then
@@ -91,6 +126,27 @@ if [[ $suite == recv || $suite == all ]]; then
 	done
 	go run ./scripts/ratiotable "$out"/recv-*.json >"$out/recv-table.md"
 	cat "$out/recv-table.md"
+fi
+
+if [[ $suite == net ]]; then
+	if [[ -z ${TESTBED_FLAGS:-} ]]; then
+		echo "compare.sh: SUITE=net needs TESTBED=1" >&2
+		exit 2
+	fi
+	echo_size=${ECHO_SIZE:-64}
+	for round in $(seq 1 "$rounds"); do
+		for where in loopback testbed; do
+			on=()
+			[[ $where == testbed ]] && on=("${tb_flags[@]}")
+			for bare in false true; do
+				tag=netcode
+				[[ $bare == true ]] && tag=bare
+				run_on "${on[@]}" -- "net-game-sweep-$where-$tag-r$round" -mode game -sweep -clients 256 -bare=$bare "$@"
+				run_on "${on[@]}" -- "net-echo-sweep-$where-$tag-r$round" -sweep -size "$echo_size" -clients 256 -bare=$bare "$@"
+			done
+		done
+	done
+	ls "$out"/net-*.json >&2
 fi
 
 "$out/netbench" -plot "$out/latency.svg" "$out"/*.json

@@ -69,7 +69,8 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
 		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed),
 		"-flood-kind", o.floodKind, "-source-limit", o.sourceLimit,
-		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst)}
+		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst),
+		"-server-ip", o.serverIP, "-xdp=" + strconv.FormatBool(o.xdp)}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}
@@ -80,6 +81,14 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		args = append(args, "-trace", o.tracePath)
 	}
 	cmd := exec.Command(exe, args...)
+	if o.serverNetns != "" {
+		// The testbed: the child is the same process image, started in
+		// the server's namespace; its stdin and stdout pipes work across.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", o.serverNetns, exe}, args...)...)
+	}
+	if o.noBPF && o.serverNetns != "" {
+		return nil, errors.New("-no-bpf and -server-netns: not together (both wrap the child)")
+	}
 	if o.noBPF {
 		// Root without these capabilities cannot load eBPF (with
 		// kernel.unprivileged_bpf_disabled set, the default); it keeps
@@ -195,6 +204,13 @@ func runServerChild(o *options) error {
 	addr := netip.MustParseAddrPort("127.0.0.1:0")
 	if o.ipv6 {
 		addr = netip.MustParseAddrPort("[::1]:0")
+	}
+	if o.serverIP != "" {
+		a, err := netip.ParseAddr(o.serverIP)
+		if err != nil {
+			return fail(err)
+		}
+		addr = netip.AddrPortFrom(a, 0)
 	}
 	srv, err := startServer(o, addr)
 	if err != nil {

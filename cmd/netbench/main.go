@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -93,11 +94,19 @@ type options struct {
 	sourceRate    int
 	sourceBurst   int
 	noBPF         bool
-	sockets       bench.LoadSockets
-	workers       int
-	gso           bool
-	key           []byte
-	protocolID    uint64
+	// The testbed (scripts/testbed.sh): the server child's network
+	// namespace and address, and the block of the load's client
+	// addresses; xdp is passed through to the server for its AF_XDP path.
+	serverNetns  string
+	serverIP     string
+	clientNet    string
+	xdp          bool
+	presealLimit int
+	sockets      bench.LoadSockets
+	workers      int
+	gso          bool
+	key          []byte
+	protocolID   uint64
 }
 
 // durationValue is a flag that takes a Go duration ("10s", "1m") or a
@@ -172,6 +181,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load process to `FILE` and of the server child to FILE.server")
 	fs.StringVar(&o.tracePath, "trace", "", "write a Go execution trace of the load process to `FILE` and of the server child to FILE.server (go tool trace -pprof=sched FILE.server shows goroutines' waits for a CPU)")
+	fs.StringVar(&o.serverNetns, "server-netns", "", "run the server child in network namespace `NS` (ip netns exec; scripts/testbed.sh sets it in $TESTBED_FLAGS)")
+	fs.StringVar(&o.serverIP, "server-ip", "", "the server child's address (default the loopback address; on the testbed 198.18.0.1)")
+	fs.StringVar(&o.clientNet, "client-net", "", "shared client sockets take their addresses from this IPv4 `PREFIX` (a /8 or /16 routed to the load as local, such as the testbed's 198.19.0.0/16; default 127.0.0.0/8)")
+	fs.BoolVar(&o.xdp, "xdp", false, "server receives and sends over AF_XDP (needs the batchio AF_XDP path; not in this build)")
+	fs.IntVar(&o.presealLimit, "preseal-limit", bench.DefaultPresealLimit>>20, "MiB the load may hold in inputs and payloads sealed before a window (0: seal while sending, as a game client does)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
 	fs.Usage = func() {
@@ -218,8 +232,31 @@ func (o *options) check() error {
 	default:
 		return fmt.Errorf("-source-limit %q: want off, on or try", o.sourceLimit)
 	}
+	if o.serverIP != "" {
+		a, err := netip.ParseAddr(o.serverIP)
+		if err != nil {
+			return fmt.Errorf("-server-ip %q: want an IP address: %w", o.serverIP, err)
+		}
+		if a.Is6() != o.ipv6 {
+			return fmt.Errorf("-server-ip %v: the family must match -ipv6=%v", a, o.ipv6)
+		}
+	}
+	if o.xdp {
+		return errors.New("-xdp: this build has no AF_XDP path (batchio); run without -xdp")
+	}
 	if o.child {
 		return nil // the key and protocol come from the environment
+	}
+	if o.presealLimit < 0 || o.presealLimit > 1<<16 {
+		return fmt.Errorf("-preseal-limit %d: want 0 (off) to %d MiB", o.presealLimit, 1<<16)
+	}
+	if o.clientNet != "" {
+		if _, err := netip.ParsePrefix(o.clientNet); err != nil {
+			return fmt.Errorf("-client-net %q: want an IPv4 prefix such as 198.19.0.0/16: %w", o.clientNet, err)
+		}
+	}
+	if o.serverNetns != "" && o.target != "" {
+		return errors.New("-server-netns starts the server child in a namespace; with -target there is none (run the target there yourself)")
 	}
 	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
 		return fmt.Errorf("-sockets: %w", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -136,6 +137,10 @@ func runBench(o *options) error {
 		SampleEvery:  o.sampleEvery(),
 		Sockets:      o.sockets,
 		Workers:      o.workers,
+		PresealLimit: int64(o.presealLimit) << 20,
+	}
+	if o.clientNet != "" {
+		cfg.ClientNet = netip.MustParsePrefix(o.clientNet) // checked by parseFlags
 	}
 	if o.reliable {
 		rc := engine.DefaultReliableConfig()
@@ -259,12 +264,24 @@ func (r *runner) endServer() (*bench.ServerWindow, error) {
 // a progress line each second when progress is set; during, if not nil,
 // runs while the clients send and returns the function that ends it.
 func (r *runner) measure(rate float64, d time.Duration, progress bool, during func() func()) (*window, error) {
+	// Sealing the window's payloads ahead (-preseal-limit) happens in
+	// BeginWindow, before either side's window is marked: it is not part
+	// of what the load spends per datagram.
+	var start time.Time
+	for try := 0; ; try++ {
+		start = time.Now().Add(windowLead + r.load.PresealLead(rate, d)<<try)
+		err := r.load.BeginWindow(rate, start, d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bench.ErrPresealLate) || try == 2 {
+			return nil, err
+		}
+	}
 	if err := r.beginServer(); err != nil {
 		return nil, err
 	}
 	lm := r.loadMark()
-	start := time.Now().Add(windowLead)
-	r.load.BeginWindow(rate, start, d)
 	time.Sleep(time.Until(start))
 	// Datagrams per packet count the time the load sends only: the lead
 	// and the drain carry keep-alives.
@@ -561,7 +578,9 @@ func (r *runner) runHandshake() (*bench.Result, *bench.LoadTotals, error) {
 	}
 	r.load.Start()
 	t0 := time.Now()
-	r.load.BeginWindow(0, t0, 0)
+	if err := r.load.BeginWindow(0, t0, 0); err != nil {
+		return nil, nil, err
+	}
 	r.tick(t0, r.o.duration, true)
 	tot := r.load.Totals()
 	sendS := time.Since(t0).Seconds()
@@ -634,10 +653,52 @@ func (r *runner) runSweep() (*bench.Result, *bench.LoadTotals, error) {
 		maxPPS = float64(best.tot.Received) / best.sendS
 	}
 	res.MaxSustainedPPS = &maxPPS
+	if why := loadLimited(steps); why != "" {
+		res.MaxSustainedPPS, res.LoadLimited = nil, why
+	}
 	if r.o.mode == "flood" {
 		r.floodResult(res, best)
 	}
 	return res, &best.tot, nil
+}
+
+// loadLimited says why a sweep's answer would be the load's rather than
+// the server's, or "": when the lowest step that failed (the one that set
+// the ceiling) had the load wanting all of its core, or falling behind
+// its schedule, in any of its tries, the server's ceiling lies somewhere
+// above the answer and no capacity may be reported. Steps further up, where
+// both sides are past their ceilings, do not count.
+func loadLimited(steps []bench.Step) string {
+	value := func(st *bench.Step) float64 {
+		if st.Players > 0 {
+			return float64(st.Players)
+		}
+		return st.RateHz
+	}
+	best, lowest := 0.0, math.Inf(1)
+	for i := range steps {
+		if steps[i].Sustained {
+			best = max(best, value(&steps[i]))
+		}
+	}
+	for i := range steps {
+		if v := value(&steps[i]); !steps[i].Sustained && v > best {
+			lowest = min(lowest, v)
+		}
+	}
+	for i := range steps {
+		st := &steps[i]
+		if st.Sustained || value(st) != lowest || (st.Saturated != "load" && st.Saturated != "both") {
+			continue
+		}
+		n := fmt.Sprintf("%.0f Hz", st.RateHz)
+		if st.Players > 0 {
+			n = fmt.Sprintf("%d players", st.Players)
+		}
+		return fmt.Sprintf("the load, not (only) the server, was saturated at the failing step, %s (load %s of its core +%s wait, server %s +%s): no capacity reported",
+			n, pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.ServerCPURatio), pct(st.ServerWaitRatio))
+	}
+	return ""
 }
 
 // stopped reports whether the run was interrupted.
@@ -715,6 +776,9 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 		players = int(v)
 	}
 	res.MaxPlayers = &players
+	if why := loadLimited(steps); why != "" {
+		res.MaxPlayers, res.LoadLimited = nil, why
+	}
 	return res, &best.tot, nil
 }
 

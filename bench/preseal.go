@@ -1,0 +1,215 @@
+//go:build linux
+
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/netcode-go/netcode/codec"
+)
+
+// Sealing ahead. A load whose clients seal every input as they send it
+// pays one AEAD seal per datagram, as the server does to open it: on a
+// two-core machine the load then runs out of core before the server does.
+// With LoadConfig.PresealLimit set, BeginWindow has each shared-socket
+// worker seal, before the window starts, every payload its connected
+// clients will send in it (engine.Client.SealNext, sequences reserved so
+// that nothing else takes them); in the window a send is a copy into the
+// next sendmmsg. The payloads are the same stamped payloads, with one
+// difference: the stamp holds the send time the schedule gave the payload,
+// not the time it went out, so an echo's round trip also counts any delay
+// of the load's in sending it (it never hides one).
+
+// DefaultPresealLimit is netbench's default LoadConfig.PresealLimit.
+const DefaultPresealLimit = 512 << 20
+
+const (
+	// presealGap is how many sequences a client keeps below its sealed
+	// block for the keep-alives it sends before the window: 6 s of them.
+	presealGap = 64
+	// presealWait bounds BeginWindow's wait for the workers to seal.
+	presealWait = time.Minute
+	// presealSlot is the room of one sealed payload packet beyond the
+	// payload: prefix, sequence (up to 8 bytes) and tag.
+	presealSlot = 1 + 8 + codec.MACBytes
+)
+
+// ErrPresealLate is returned by BeginWindow when sealing the window's
+// payloads ended after the window's start: give it more lead
+// (Load.PresealLead).
+var ErrPresealLate = errors.New("bench: the window's payloads were sealed after its start")
+
+// sealRequest asks the workers to seal a window's payloads.
+type sealRequest struct {
+	id       uint64 // counts requests: a retry has the same gen
+	gen      uint64 // the window's Load.gen
+	start    time.Time
+	end      time.Time
+	interval time.Duration
+	wg       sync.WaitGroup
+}
+
+// sealBlock is one client's sealed payloads for a window: packet k in
+// buf[k*slot:][:lens[k]], stamped as sent at the schedule's k-th send.
+type sealBlock struct {
+	gen  uint64 // the window's Load.gen; sealed for no other
+	buf  []byte // a view of its worker's arena
+	lens []uint16
+	slot int
+	seq0 uint64 // the stamp sequence of packet 0
+	k    int    // the next packet to send
+}
+
+// n is how many packets the block holds.
+func (b *sealBlock) n() int { return len(b.lens) }
+
+// presealing reports whether a window at rateHz lasting d is sealed
+// ahead.
+func (l *Load) presealing(rateHz float64, d time.Duration) bool {
+	return l.cfg.PresealLimit > 0 && len(l.workers) > 0 && !l.cfg.Bare && l.cfg.Reliable == nil &&
+		l.cfg.Mode != LoadHandshake && rateHz > 0 && d > 0
+}
+
+// presealCount is the most payloads one client sends in a window at
+// rateHz lasting d.
+func presealCount(rateHz float64, d time.Duration) int64 {
+	return int64(d.Seconds()*rateHz) + 1
+}
+
+// PresealBytes returns the memory the sealed payloads of a window at
+// rateHz lasting d take (0 when the window is not sealed ahead): the
+// bound LoadConfig.PresealLimit is checked against.
+func (l *Load) PresealBytes(rateHz float64, d time.Duration) int64 {
+	if !l.presealing(rateHz, d) {
+		return 0
+	}
+	per := presealCount(rateHz, d) * int64(l.cfg.PayloadBytes+presealSlot+2)
+	return int64(l.Active()) * per
+}
+
+// PresealLead returns how long before a window at rateHz lasting d its
+// start should be to leave time to seal its payloads, from how fast the
+// last sealing went (0 when nothing is sealed ahead).
+func (l *Load) PresealLead(rateHz float64, d time.Duration) time.Duration {
+	if !l.presealing(rateHz, d) {
+		return 0
+	}
+	ns := l.sealNs.Load()
+	if ns == 0 {
+		ns = 4000 // a first guess, well above a seal's cost
+	}
+	per := time.Duration(presealCount(rateHz, d) * int64(l.Active()) * ns / int64(max(len(l.workers), 1)))
+	return 2*per + 50*time.Millisecond
+}
+
+// preseal has the workers seal the window's payloads and waits for them.
+func (l *Load) preseal(rateHz float64, start time.Time, d time.Duration) error {
+	if need := l.PresealBytes(rateHz, d); need > l.cfg.PresealLimit {
+		return fmt.Errorf("bench: sealing a window of %v at %g Hz ahead for %d clients takes %d MiB, over the limit of %d MiB (LoadConfig.PresealLimit, netbench -preseal-limit); shorten the window, raise the limit or set it to 0 to seal while sending",
+			d, rateHz, l.Active(), (need+1<<20-1)>>20, l.cfg.PresealLimit>>20)
+	}
+	iv := max(time.Duration(float64(time.Second)/rateHz), 1)
+	r := &sealRequest{id: l.sealIDs.Add(1), gen: l.gen.Load() + 1, start: start, end: start.Add(d), interval: iv}
+	r.wg.Add(len(l.workers))
+	t0 := time.Now()
+	l.sealReq.Store(r)
+	for _, w := range l.workers {
+		w.wake()
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(presealWait):
+		return fmt.Errorf("bench: sealing a window's payloads took over %v", presealWait)
+	}
+	if n := presealCount(rateHz, d) * int64(l.Active()); n > 0 {
+		l.sealNs.Store(int64(time.Since(t0)) * int64(len(l.workers)) / n)
+	}
+	if time.Now().After(start) {
+		return fmt.Errorf("%w (%v late)", ErrPresealLate, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// preseal seals request r's payloads for the worker's connected active
+// clients, into an arena reused from window to window. Clients that are
+// not connected send their payloads sealed as they go.
+func (w *muxWorker) preseal(r *sealRequest) {
+	defer r.wg.Done()
+	l := w.l
+	as := l.active.Load()
+	slot := l.cfg.PayloadBytes + presealSlot
+	total := 0
+	for _, c := range w.clients {
+		c.seal = sealBlock{gen: r.gen, slot: slot}
+		if c.eng == nil || !c.up || c.idx >= as.n {
+			continue
+		}
+		total += w.sealCount(c, r)
+	}
+	if total*slot > cap(w.sealBuf) {
+		w.sealBuf = make([]byte, total*slot)
+		w.sealLens = make([]uint16, total)
+	}
+	buf, lens := w.sealBuf[:total*slot], w.sealLens[:total]
+	for _, c := range w.clients {
+		if c.eng == nil || !c.up || c.idx >= as.n {
+			continue
+		}
+		n := w.sealCount(c, r)
+		if n == 0 || c.eng.ReserveSequences(presealGap, n) != nil {
+			continue
+		}
+		b := &c.seal
+		b.buf, buf = buf[:n*slot], buf[n*slot:]
+		b.lens, lens = lens[:n], lens[n:]
+		b.seq0 = c.seq
+		next := w.firstSend(c, r)
+		for k := range n {
+			PutStamp(c.pay, int64(next.Sub(l.start)), c.seq+uint64(k))
+			m, err := c.eng.SealNext(b.buf[k*slot:(k+1)*slot], c.pay)
+			if err != nil {
+				b.lens = b.lens[:k]
+				break
+			}
+			b.lens[k] = uint16(m)
+			next = next.Add(r.interval)
+		}
+	}
+}
+
+// firstSend is client c's first send time in r's window, as Load.tick
+// schedules it.
+func (w *muxWorker) firstSend(c *loadClient, r *sealRequest) time.Time {
+	return r.start.Add(r.interval * time.Duration(c.idx) / time.Duration(len(w.l.clients)))
+}
+
+// sealCount is how many payloads client c sends in r's window.
+func (w *muxWorker) sealCount(c *loadClient, r *sealRequest) int {
+	first := w.firstSend(c, r)
+	if !first.Before(r.end) {
+		return 0
+	}
+	return int((r.end.Sub(first) + r.interval - 1) / r.interval)
+}
+
+// sendSealed sends client c's next sealed payload, the k-th of its
+// window; ok is false when it has none (not sealed, or past its block)
+// and the caller seals one as it goes.
+func (c *loadClient) sendSealed(gen uint64) (sent, ok bool) {
+	b := &c.seal
+	if b.gen != gen || b.k >= b.n() {
+		return false, false
+	}
+	k := b.k
+	b.k++
+	if c.eng.SendSealed(b.buf[k*b.slot:][:b.lens[k]]) != nil {
+		return false, true
+	}
+	c.seq = b.seq0 + uint64(k) + 1
+	return true, true
+}

@@ -1,0 +1,153 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// needNetns skips the test unless this process can create network
+// namespaces (root with CAP_SYS_ADMIN, ip installed).
+func needNetns(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces (scripts/testbed.sh)")
+	}
+	for _, tool := range []string{"ip", "taskset", "timeout"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	name := fmt.Sprintf("nbtbprobe%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace (ip netns add): %v: %s", err, out)
+	}
+	if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del %s: %v: %s", name, err, out)
+	}
+}
+
+// namespaces returns the testbed namespaces of the run with script pid
+// pid that exist now.
+func namespaces(t *testing.T, pid int) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && strings.HasPrefix(f[0], fmt.Sprintf("nbtb%d", pid)) {
+			ns = append(ns, f[0])
+		}
+	}
+	return ns
+}
+
+const testbedScript = "../../scripts/testbed.sh"
+
+// TestTestbedAddresses: inside the testbed every address but loopback's
+// is in the benchmarking range 198.18.0.0/15, there is no default route,
+// and both namespaces are gone when the command ends.
+func TestTestbedAddresses(t *testing.T) {
+	needNetns(t)
+	cmd := exec.Command(testbedScript, "-t", "30", "sh", "-c",
+		`echo "ns $TESTBED_SERVER_NS $TESTBED_SERVER_IP $TESTBED_CLIENT_NET"; ip -o -4 addr; ip netns exec $TESTBED_SERVER_NS ip -o -4 addr; `+
+			`echo routes; ip -4 route; ip netns exec $TESTBED_SERVER_NS ip -4 route`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testbed.sh: %v\n%s", err, stderr.String())
+	}
+	bench := netip.MustParsePrefix("198.18.0.0/15")
+	var addrs int
+	routes := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 0:
+		case f[0] == "ns":
+			if len(f) != 4 || f[2] != "198.18.0.1" || f[3] != "198.19.0.0/16" {
+				t.Errorf("testbed environment %q", sc.Text())
+			}
+		case f[0] == "routes":
+			routes = true
+		case routes:
+			if f[0] == "default" {
+				t.Errorf("a default route in the testbed: %q", sc.Text())
+			}
+			if p, err := netip.ParsePrefix(f[0]); err == nil && !bench.Overlaps(p) {
+				t.Errorf("a route outside 198.18.0.0/15: %q", sc.Text())
+			}
+		case len(f) >= 4 && f[2] == "inet":
+			p, err := netip.ParsePrefix(f[3])
+			if err != nil {
+				t.Fatalf("address line %q: %v", sc.Text(), err)
+			}
+			if p.Addr().IsLoopback() {
+				continue
+			}
+			addrs++
+			if !bench.Contains(p.Addr()) {
+				t.Errorf("address %v outside 198.18.0.0/15", p)
+			}
+		}
+	}
+	if addrs != 2 {
+		t.Errorf("%d addresses besides loopback; want the veth pair's 2:\n%s", addrs, out)
+	}
+	if ns := namespaces(t, cmd.Process.Pid); len(ns) != 0 {
+		t.Errorf("namespaces left after the command ended: %v", ns)
+	}
+}
+
+// TestTestbedKilled: killing the script, with SIGTERM or SIGKILL, while
+// its command runs leaves no namespace (the veth pair goes with them) and
+// no process behind.
+func TestTestbedKilled(t *testing.T) {
+	needNetns(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		marker := fmt.Sprintf("%d", 40+int(sig)) // a sleep this test alone runs
+		cmd := exec.Command(testbedScript, "-t", "60", "sleep", marker)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		deadline := time.Now().Add(10 * time.Second)
+		for len(namespaces(t, pid)) < 2 {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("%v: the testbed's namespaces did not appear", sig)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // the command is running
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		deadline = time.Now().Add(10 * time.Second)
+		for len(namespaces(t, pid)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: namespaces %v still there 10 s after the script was killed", sig, namespaces(t, pid))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if out, _ := exec.Command("pgrep", "-fx", "sleep "+marker).Output(); len(out) > 0 {
+			t.Fatalf("%v: the command survived: pids %s", sig, out)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# testbed.sh runs a command in a veth testbed: two network namespaces of
+# this run's own, joined by a veth pair, so that a server in one and a
+# load in the other no longer share loopback, where the sender pays for
+# delivering every datagram into the receiver's socket.
+#
+#   scripts/testbed.sh [-t SECONDS] [-- ] COMMAND [ARGS...]
+#   scripts/testbed.sh go run ./cmd/netbench -mode game -sweep   # netbench sees $TESTBED_FLAGS
+#   scripts/testbed.sh -t 600 scripts/compare.sh results/tb       # or TESTBED=1 scripts/compare.sh
+#
+# COMMAND runs in the load's namespace with these in its environment:
+#
+#   TESTBED_SERVER_NS    the server's namespace (netbench -server-netns)
+#   TESTBED_SERVER_IP    198.18.0.1, the server's address
+#   TESTBED_CLIENT_NET   198.19.0.0/16, local to the load's namespace
+#                        (a local route: every address in it is the
+#                        load's, as 127.0.0.0/8 is on loopback)
+#   TESTBED_FLAGS        the netbench flags that say all three; a netbench
+#                        run without them still runs on loopback, inside
+#                        the load's namespace
+#   TESTBED_SERVER_CPUS, TESTBED_LOAD_CPUS  the cores each side is pinned to
+#
+# Addresses come only from the benchmarking range 198.18.0.0/15 (RFC
+# 2544): 198.18.0.1/30 and 198.18.0.2/30 on the veth pair, 198.19.0.0/16
+# for the load's clients. Neither namespace has a default route or any
+# other interface than lo and its veth end: nothing leaves them.
+#
+# Receive steering (RPS) puts each side's receive processing on its own
+# core: what the server sends is delivered into the load's sockets by the
+# load's core, and the reverse, as with two machines' NICs. netbench pins
+# the server to the last allowed CPU and the load to the others; RPS
+# follows the same split (TESTBED_SERVER_CPUS / TESTBED_LOAD_CPUS).
+#
+# The testbed lives at most -t SECONDS (default 1800): the command is
+# killed after that. Both namespaces (and with them the veth pair) are
+# removed when the command ends, on Ctrl-C or TERM, and, through a
+# watchdog process, when this script itself is killed with SIGKILL. Names
+# are unique per run (nbtb<pid>s / nbtb<pid>l): concurrent runs do not
+# collide, and a run that finds namespaces of a dead run removes them.
+#
+# XDP: a later AF_XDP path needs the server's interface; it is
+# $TESTBED_SERVER_IF inside $TESTBED_SERVER_NS, and TESTBED_XDP_FLAGS
+# (empty by default) is passed to netbench after TESTBED_FLAGS by
+# compare.sh, the hook for -xdp.
+set -euo pipefail
+
+timeout_s=1800
+if [[ ${1:-} == -t ]]; then
+	timeout_s=$2
+	shift 2
+fi
+[[ ${1:-} == -- ]] && shift
+if [[ $# -eq 0 ]]; then
+	echo "usage: $0 [-t SECONDS] [--] COMMAND [ARGS...]" >&2
+	exit 2
+fi
+if ! [[ $timeout_s =~ ^[0-9]+$ ]] || ((timeout_s < 1 || timeout_s > 86400)); then
+	echo "testbed: -t $timeout_s: want whole seconds from 1 to 86400" >&2
+	exit 2
+fi
+if [[ $(id -u) != 0 ]]; then
+	echo "testbed: needs root (ip netns add)" >&2
+	exit 2
+fi
+
+id=$$
+srv_ns=nbtb${id}s
+load_ns=nbtb${id}l
+srv_if=nbtb${id}s
+load_if=nbtb${id}l
+srv_ip=198.18.0.1
+load_ip=198.18.0.2
+client_net=198.19.0.0/16
+
+# Remove namespaces left by runs whose script is gone (killed before its
+# watchdog could act, or a crashed machine).
+for ns in $(ip netns list | awk '{print $1}' | grep -E '^nbtb[0-9]+[sl]$' || true); do
+	pid=${ns#nbtb}
+	pid=${pid%[sl]}
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "testbed: removing $ns of a run that is gone (pid $pid)" >&2
+		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+		ip netns del "$ns" 2>/dev/null || true
+	fi
+done
+
+# cleanup kills what still runs in this run's namespaces and removes them
+# (the veth pair goes with them). Safe to run twice.
+cleanup() {
+	local ns p
+	for ns in "$load_ns" "$srv_ns"; do
+		if ip netns list | awk '{print $1}' | grep -qx "$ns"; then
+			for p in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$p" 2>/dev/null || true; done
+		fi
+	done
+	sleep 0.2
+	for ns in "$load_ns" "$srv_ns"; do
+		if ip netns list | awk '{print $1}' | grep -qx "$ns"; then
+			for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+			ip netns del "$ns" 2>/dev/null || true
+		fi
+	done
+}
+child=
+# stop ends the command (by its pid) and exits; cleanup runs on EXIT.
+stop() {
+	[[ -n $child ]] && kill -TERM "$child" 2>/dev/null
+	exit "$1"
+}
+trap 'cleanup' EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
+
+# The watchdog outlives a SIGKILL of this script: it waits for the
+# script's pid to go, then cleans up. It is bounded by the same time limit
+# (plus a minute).
+(
+	trap '' INT TERM HUP
+	end=$((SECONDS + timeout_s + 60))
+	while kill -0 "$id" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
+	cleanup
+) </dev/null >/dev/null 2>&1 &
+disown $! 2>/dev/null || true
+
+ip netns add "$srv_ns"
+ip netns add "$load_ns"
+ip link add "$srv_if" netns "$srv_ns" type veth peer name "$load_if" netns "$load_ns"
+
+# The cores: netbench pins the server to the last allowed CPU, the load to
+# the rest.
+all=()
+for part in $(taskset -pc $$ | sed 's/.*: //' | tr ',' ' '); do
+	a=${part%-*}
+	b=${part#*-}
+	for ((c = a; c <= b; c++)); do all+=("$c"); done
+done
+n=${#all[@]}
+default_server=${all[n - 1]}
+default_load=$default_server
+if ((n > 1)); then
+	default_load=$(
+		IFS=,
+		echo "${all[*]:0:n-1}"
+	)
+fi
+server_cpus=${TESTBED_SERVER_CPUS:-$default_server}
+load_cpus=${TESTBED_LOAD_CPUS:-$default_load}
+mask() { # CPU list "0,2" -> hex mask
+	local m=0 c
+	for c in ${1//,/ }; do m=$((m | 1 << c)); done
+	printf '%x' "$m"
+}
+
+setup_side() { # NS IF ADDR RPS_CPUS
+	ip -n "$1" link set lo up
+	ip -n "$1" addr add "$3/30" dev "$2"
+	ip -n "$1" link set "$2" up
+	if [[ -n $4 ]]; then
+		ip netns exec "$1" sh -c "echo $(mask "$4") > /sys/class/net/$2/queues/rx-0/rps_cpus"
+	fi
+}
+setup_side "$srv_ns" "$srv_if" "$srv_ip" "$server_cpus"
+setup_side "$load_ns" "$load_if" "$load_ip" "$load_cpus"
+# Every address in the client block is the load's (shared client sockets
+# bind the wildcard address and send from any of them); the server reaches
+# the block through the veth pair. No default route on either side.
+ip -n "$load_ns" route add local "$client_net" dev lo
+ip -n "$srv_ns" route add "$client_net" via "$load_ip" dev "$srv_if"
+# Replies to a client block address leave by the veth; relax the reverse
+# path check for the block's sources, which arrive on the veth.
+ip netns exec "$srv_ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 "net.ipv4.conf.$srv_if.rp_filter=0"
+
+if ! ip -n "$load_ns" route get "$srv_ip" >/dev/null 2>&1 || ! ip -n "$srv_ns" route get 198.19.0.1 >/dev/null 2>&1; then
+	echo "testbed: no route between $srv_ip and $client_net" >&2
+	exit 1
+fi
+
+export TESTBED_SERVER_NS=$srv_ns TESTBED_SERVER_IP=$srv_ip TESTBED_CLIENT_NET=$client_net
+export TESTBED_SERVER_IF=$srv_if TESTBED_SERVER_CPUS=$server_cpus TESTBED_LOAD_CPUS=$load_cpus
+export TESTBED_FLAGS="-server-netns $srv_ns -server-ip $srv_ip -client-net $client_net"
+export TESTBED_XDP_FLAGS=${TESTBED_XDP_FLAGS:-}
+echo "testbed: $srv_ns ($srv_ip, cpus $server_cpus) <-> $load_ns ($load_ip, $client_net, cpus $load_cpus), at most ${timeout_s}s" >&2
+
+# Not exec, and in the background: bash runs a trap only between
+# commands, and wait is one it interrupts.
+set +e
+timeout --kill-after=5 "$timeout_s" ip netns exec "$load_ns" "$@" &
+child=$!
+wait "$child"
+rc=$?
+child=
+set -e
+exit $rc
