@@ -173,6 +173,8 @@ type Result struct {
 	Batch       int     `json:"batch"`
 	IPv6        bool    `json:"ipv6"`
 	GSO         bool    `json:"gso"` // the server's sends
+	// XDP is the server's AF_XDP mode (-xdp): off, native, generic or try.
+	XDP string `json:"xdp,omitempty"`
 
 	MaxSustainedPPS *float64 `json:"max_sustained_pps,omitempty"`
 	Steps           []Step   `json:"steps,omitempty"`
@@ -419,7 +421,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		gc = fmt.Sprint(*r.ServerGCCycles)
 	}
 	row("server gc", "%s cycles", gc)
-	row("config", "recv=%s batch=%d shards=%d ipv6=%v duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.DurationS)
+	row("config", "recv=%s batch=%d shards=%d ipv6=%v xdp=%s duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.XDP, r.DurationS)
 	row("machine", "load average %s, cpu pressure %s", r.LoadAvg, optPercent(r.CPUPressure))
 	if err := tw.Flush(); err != nil {
 		return err

@@ -70,7 +70,7 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed),
 		"-flood-kind", o.floodKind, "-source-limit", o.sourceLimit,
 		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst),
-		"-server-ip", o.serverIP, "-xdp=" + strconv.FormatBool(o.xdp)}
+		"-server-ip", o.serverIP, "-xdp", o.xdp, "-xdp-if", o.xdpIf}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}

@@ -100,7 +100,8 @@ type options struct {
 	serverNetns  string
 	serverIP     string
 	clientNet    string
-	xdp          bool
+	xdp          string // batchio.ParseXDPMode
+	xdpIf        string
 	presealLimit int
 	sockets      bench.LoadSockets
 	workers      int
@@ -184,7 +185,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.serverNetns, "server-netns", "", "run the server child in network namespace `NS` (ip netns exec; scripts/testbed.sh sets it in $TESTBED_FLAGS)")
 	fs.StringVar(&o.serverIP, "server-ip", "", "the server child's address (default the loopback address; on the testbed 198.18.0.1)")
 	fs.StringVar(&o.clientNet, "client-net", "", "shared client sockets take their addresses from this IPv4 `PREFIX` (a /8 or /16 routed to the load as local, such as the testbed's 198.19.0.0/16; default 127.0.0.0/8)")
-	fs.BoolVar(&o.xdp, "xdp", false, "server receives and sends over AF_XDP (needs the batchio AF_XDP path; not in this build)")
+	fs.StringVar(&o.xdp, "xdp", "off", "the server's datagram path: off (sockets), native, generic or try (AF_XDP; Linux, root)")
+	fs.StringVar(&o.xdpIf, "xdp-if", "", "the `INTERFACE` the AF_XDP program attaches to (default: the one holding -server-ip)")
 	fs.IntVar(&o.presealLimit, "preseal-limit", bench.DefaultPresealLimit>>20, "MiB the load may hold in inputs and payloads sealed before a window (0: seal while sending, as a game client does)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
@@ -241,8 +243,8 @@ func (o *options) check() error {
 			return fmt.Errorf("-server-ip %v: the family must match -ipv6=%v", a, o.ipv6)
 		}
 	}
-	if o.xdp {
-		return errors.New("-xdp: this build has no AF_XDP path (batchio); run without -xdp")
+	if _, err := batchio.ParseXDPMode(o.xdp); err != nil {
+		return fmt.Errorf("-xdp: %w", err)
 	}
 	if o.child {
 		return nil // the key and protocol come from the environment

@@ -383,6 +383,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		Batch:        o.batch,
 		IPv6:         o.ipv6,
 		GSO:          o.gso,
+		XDP:          o.xdp,
 
 		LoadSockets:    r.load.Sockets().String(),
 		LoadWorkers:    r.load.SharedStats().Workers,
@@ -396,7 +397,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		res.DeliveredPPS = float64(w.tot.Received) / w.sendS
 	}
 	if r.o.target != "" {
-		res.ReceiveMode, res.Batch, res.Shards = "unknown", 0, 0 // the target's own
+		res.ReceiveMode, res.Batch, res.Shards, res.XDP = "unknown", 0, 0, "" // the target's own
 	}
 	res.SetServer(w.server)
 	res.SetLoad(w.load)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -69,6 +70,9 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 	sock := batchio.Config{BatchSize: o.batch, DisableGSO: !o.gso, BlockingWait: o.recv == "block"}
 	if o.sourceLimit != "off" {
 		sock.SourceLimit = batchio.SourceLimit{Rate: o.sourceRate, Burst: o.sourceBurst, Optional: o.sourceLimit == "try"}
+	}
+	if err := setXDP(&sock, o, addr.Addr()); err != nil {
+		return nil, err
 	}
 	s := &server{mode: o.recv, batch: o.batch, done: make(chan error, 1)}
 	if o.bare {
@@ -147,6 +151,9 @@ func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrP
 		cfg.Shards = shards
 		return engine.Listen(cfg, sock, addr)
 	}
+	if sock.XDP.Mode != batchio.XDPOff {
+		return nil, fmt.Errorf("-xdp with -recv %s: the comparison sockets have no AF_XDP path", recv)
+	}
 	conns, err := listenConns(sock, addr, shards, recv)
 	if err != nil {
 		return nil, err
@@ -164,6 +171,10 @@ func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrP
 // listenConns opens shards sockets of -recv on addr (SO_REUSEPORT when
 // there are several).
 func listenConns(sock batchio.Config, addr netip.AddrPort, shards int, recv string) ([]batchio.Conn, error) {
+	if sock.XDP.Mode != batchio.XDPOff {
+		// One XDP program per interface: the group shares it.
+		return batchio.ListenGroup(addr, shards, sock)
+	}
 	sock.ReusePort = shards > 1
 	var conns []batchio.Conn
 	for range shards {
@@ -261,3 +272,42 @@ func runServe(o *options) error {
 
 // round3 rounds x to three decimals, for status lines.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// setXDP sets sock's AF_XDP path from -xdp and -xdp-if; without -xdp-if
+// it attaches to the interface that holds the server's address.
+func setXDP(sock *batchio.Config, o *options, ip netip.Addr) error {
+	mode, err := batchio.ParseXDPMode(o.xdp)
+	if err != nil || mode == batchio.XDPOff {
+		return err
+	}
+	name := o.xdpIf
+	if name == "" {
+		if name, err = interfaceOf(ip); err != nil {
+			return fmt.Errorf("-xdp: %w; name one with -xdp-if", err)
+		}
+	}
+	sock.XDP = batchio.XDP{Mode: mode, Interface: name}
+	return nil
+}
+
+// interfaceOf is the name of the interface that has ip.
+func interfaceOf(ip netip.Addr) (string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, in := range ifs {
+		addrs, err := in.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == ip.Unmap() {
+					return in.Name, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has %v", ip)
+}
