@@ -31,6 +31,11 @@
 #         sweep and the echo sweep (-sweep -size ECHO_SIZE, default 64),
 #         netcode then -bare, each into DIR/net-*.json. Needs TESTBED=1 (it runs inside the testbed; the
 #         loopback runs use the load namespace's own loopback).
+#   xdp   the server's datagram path on the testbed: ROUNDS rounds, each
+#         alternating sockets, AF_XDP (-xdp XDP_MODE, default native) and
+#         the protocol-free control (-bare) on sockets, for the game sweep
+#         and the echo sweep (-sweep -size ECHO_SIZE), each into
+#         DIR/xdp-*.json. Needs TESTBED=1.
 #   all   game and recv.
 #
 # TESTBED=1 runs the whole suite inside a testbed of its own
@@ -147,6 +152,26 @@ if [[ $suite == net ]]; then
 		done
 	done
 	ls "$out"/net-*.json >&2
+fi
+
+if [[ $suite == xdp ]]; then
+	if [[ -z ${TESTBED_FLAGS:-} ]]; then
+		echo "compare.sh: SUITE=xdp runs on the testbed; set TESTBED=1" >&2
+		exit 2
+	fi
+	echo_size=${ECHO_SIZE:-64}
+	for round in $(seq 1 "$rounds"); do
+		for path in sockets xdp bare; do
+			flags=()
+			case $path in
+			xdp) flags=(-xdp "${XDP_MODE:-native}") ;;
+			bare) flags=(-bare) ;;
+			esac
+			run "xdp-game-sweep-$path-r$round" -mode game -sweep -clients 256 "${flags[@]}" "$@"
+			run "xdp-echo-sweep-$path-r$round" -sweep -size "$echo_size" -clients 256 "${flags[@]}" "$@"
+		done
+	done
+	ls "$out"/xdp-*.json >&2
 fi
 
 "$out/netbench" -plot "$out/latency.svg" "$out"/*.json
