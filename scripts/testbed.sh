@@ -31,6 +31,15 @@
 # the server to the last allowed CPU and the load to the others; RPS
 # follows the same split (TESTBED_SERVER_CPUS / TESTBED_LOAD_CPUS).
 #
+# A NIC holds a burst in its receive ring; a veth pair with RPS holds it
+# in the receiving core's backlog, net.core.netdev_max_backlog packets
+# (1,000 by default), and drops the rest: a game tick's burst of inputs
+# or snapshots for 1,000+ players overflows it at a quarter of a core.
+# The testbed raises the limit to TESTBED_BACKLOG (default 16384) while it
+# lives and puts the old value back when it goes, unless another run
+# changed it meanwhile. The setting is the whole machine's, not a
+# namespace's.
+#
 # The testbed lives at most -t SECONDS (default 1800): the command is
 # killed after that. Both namespaces (and with them the veth pair) are
 # removed when the command ends, on Ctrl-C or TERM, and, through a
@@ -64,6 +73,12 @@ if [[ $(id -u) != 0 ]]; then
 fi
 
 id=$$
+backlog=${TESTBED_BACKLOG:-16384}
+if ! [[ $backlog =~ ^[0-9]+$ ]] || ((backlog < 1000 || backlog > 1048576)); then
+	echo "testbed: TESTBED_BACKLOG=$backlog: want 1000 to 1048576 packets" >&2
+	exit 2
+fi
+old_backlog=$(sysctl -n net.core.netdev_max_backlog)
 srv_ns=nbtb${id}s
 load_ns=nbtb${id}l
 srv_if=nbtb${id}s
@@ -85,9 +100,13 @@ for ns in $(ip netns list | awk '{print $1}' | grep -E '^nbtb[0-9]+[sl]$' || tru
 done
 
 # cleanup kills what still runs in this run's namespaces and removes them
-# (the veth pair goes with them). Safe to run twice.
+# (the veth pair goes with them), and puts the backlog limit back. Safe to
+# run twice.
 cleanup() {
 	local ns p
+	if ((old_backlog < backlog)) && [[ $(sysctl -n net.core.netdev_max_backlog) == "$backlog" ]]; then
+		sysctl -qw net.core.netdev_max_backlog="$old_backlog" || true
+	fi
 	for ns in "$load_ns" "$srv_ns"; do
 		if ip netns list | awk '{print $1}' | grep -qx "$ns"; then
 			for p in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$p" 2>/dev/null || true; done
@@ -125,6 +144,9 @@ disown $! 2>/dev/null || true
 
 ip netns add "$srv_ns"
 ip netns add "$load_ns"
+if ((old_backlog < backlog)); then
+	sysctl -qw net.core.netdev_max_backlog="$backlog"
+fi
 ip link add "$srv_if" netns "$srv_ns" type veth peer name "$load_if" netns "$load_ns"
 
 # The cores: netbench pins the server to the last allowed CPU, the load to
