@@ -87,8 +87,8 @@ type Config struct {
 	WebTransportPublic netip.AddrPort
 	// WebTransportListening, if set, is called once the WebTransport
 	// listener is open, before the server starts: to publish its
-	// certificate hash, for example.
-	WebTransportListening func(*webtransport.Conn)
+	// certificate hash, for example. An error stops Run.
+	WebTransportListening func(*webtransport.Conn) error
 	// Agones, if not nil, runs the Agones GameServer lifecycle.
 	Agones *AgonesConfig
 	// Logger receives the lifecycle (nil: nothing is logged).

@@ -36,7 +36,10 @@ func listenWebTransport(cfg *Config, log *slog.Logger) (*webtransport.Conn, erro
 		slog.String("certificate_sha256", hex.EncodeToString(h[:])),
 		slog.Bool("development_certificate", cfg.WebTransport.Certificate == nil))
 	if cfg.WebTransportListening != nil {
-		cfg.WebTransportListening(wt)
+		if err := cfg.WebTransportListening(wt); err != nil {
+			wt.Close()
+			return nil, fmt.Errorf("dedicated: %w", err)
+		}
 	}
 	return wt, nil
 }

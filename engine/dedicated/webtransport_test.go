@@ -20,7 +20,7 @@ func TestWebTransportBesideUDP(t *testing.T) {
 	var wt *webtransport.Conn
 	r := start(t, dedicated.Config{
 		WebTransport:          &webtransport.Config{Addr: netip.MustParseAddrPort("127.0.0.1:0")},
-		WebTransportListening: func(c *webtransport.Conn) { wt = c },
+		WebTransportListening: func(c *webtransport.Conn) error { wt = c; return nil },
 		DrainGrace:            200 * time.Millisecond,
 	}, dedicated.Echo())
 	if wt == nil {
