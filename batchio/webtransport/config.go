@@ -76,7 +76,9 @@ type Config struct {
 	SessionsPerSecond float64
 	SessionBurst      int
 	// SessionsPerSecondPerIP and SessionBurstPerIP bound them per remote
-	// IP address (defaults 4 and 8).
+	// IPv4 address or IPv6 /64 (defaults 4 and 8). A QUIC connection and
+	// each session on it take one token each, from the IP's bucket and
+	// the overall one; QUIC's Retry proves the address first.
 	SessionsPerSecondPerIP float64
 	SessionBurstPerIP      int
 	// MaxTrackedIPs bounds the table of per-IP buckets (default 4096;

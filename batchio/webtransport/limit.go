@@ -53,7 +53,7 @@ func newAdmitter(cfg *Config) admitter {
 // admit takes a token from ip's bucket and the overall one, and returns
 // the reason it cannot (0: admitted).
 func (a *admitter) admit(ip netip.Addr, now time.Time) refuseReason {
-	ip = ip.Unmap().WithZone("")
+	ip = limitKey(ip)
 	b := a.ips[ip]
 	if b == nil {
 		if len(a.ips) >= a.maxIPs {
@@ -92,4 +92,16 @@ func (a *admitter) sweep(now time.Time) {
 			delete(a.ips, ip)
 		}
 	}
+}
+
+// limitKey is the address a per-IP bucket is kept for: an IPv4 address,
+// or an IPv6 address's /64, which one host commonly owns whole (a bucket
+// per /128 would let it open sessions from 2^64 addresses).
+func limitKey(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.Addr()
+	}
+	return ip
 }
