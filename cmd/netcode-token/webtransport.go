@@ -160,6 +160,17 @@ func (f *hashFile) loadLocked() error {
 	if len(b) > maxHashFile {
 		return fmt.Errorf("%s: over %d bytes", f.path, maxHashFile)
 	}
+	hashes, err := parseHashes(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	f.hashes, f.mod, f.size = hashes, st.ModTime(), st.Size()
+	return nil
+}
+
+// parseHashes reads a hash file's content: 1 to MaxServers lines of 64
+// hex digits; blank lines and # comments are skipped.
+func parseHashes(b []byte) ([][32]byte, error) {
 	var hashes [][32]byte
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
@@ -168,16 +179,15 @@ func (f *hashFile) loadLocked() error {
 		}
 		h, err := parseHash(line)
 		if err != nil {
-			return fmt.Errorf("%s line %d: %v", f.path, i+1, err)
+			return nil, fmt.Errorf("line %d: %v", i+1, err)
+		}
+		if len(hashes) == backend.MaxServers {
+			return nil, fmt.Errorf("line %d: more than %d hashes", i+1, backend.MaxServers)
 		}
 		hashes = append(hashes, h)
 	}
 	if len(hashes) == 0 {
-		return fmt.Errorf("%s: no hash (want lines of 64 hex digits)", f.path)
+		return nil, errors.New("no hash (want lines of 64 hex digits)")
 	}
-	if len(hashes) > backend.MaxServers {
-		return fmt.Errorf("%s: %d hashes; allowed at most %d", f.path, len(hashes), backend.MaxServers)
-	}
-	f.hashes, f.mod, f.size = hashes, st.ModTime(), st.Size()
-	return nil
+	return hashes, nil
 }
