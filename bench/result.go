@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -406,6 +408,18 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		}
 		if r.KernelDropsPerS != nil {
 			row("kernel", "dropped %.0f/s before the server read them (shed requests, per-source limit, full queue)", *r.KernelDropsPerS)
+		}
+	}
+	if r.Server != nil {
+		var wt []string
+		for k, v := range r.Server.DropReasons {
+			if name, ok := strings.CutPrefix(k, "webtransport_"); ok {
+				wt = append(wt, fmt.Sprintf("%s %d", name, v))
+			}
+		}
+		if len(r.Groups) > 0 || len(wt) > 0 {
+			slices.Sort(wt)
+			row("webtransport", "since start: %s", cmp.Or(strings.Join(wt, ", "), "no drops"))
 		}
 	}
 	for _, g := range r.Groups {

@@ -278,6 +278,9 @@ func runServerChild(o *options) error {
 			w.GOMAXPROCS = runtime.GOMAXPROCS(0)
 			w.CPUs, _ = parseInts(o.serverCPUs)
 			w.DropReasons = srv.app.DropReasons()
+			if srv.wt != nil {
+				w.DropReasons = addWebTransportDrops(w.DropReasons, srv.wt.TransportStats())
+			}
 			if t, ok := srv.app.(ticker); ok {
 				if p, n := t.TakeTicks(); n > 0 {
 					w.TickUs = &p

@@ -296,3 +296,25 @@ func runServe(o *options) error {
 
 // round3 rounds x to three decimals, for status lines.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// addWebTransportDrops adds the WebTransport listener's drops and
+// refusals since it started, by reason, to a window's drop reasons, as
+// webtransport_REASON.
+func addWebTransportDrops(m map[string]uint64, st webtransport.Stats) map[string]uint64 {
+	if m == nil {
+		m = map[string]uint64{}
+	}
+	for name, v := range map[string]uint64{
+		"oversized": st.DroppedOversized, "rate": st.DroppedRate, "session_queue_full": st.DroppedSessionFull,
+		"inbox_full": st.DroppedInboxFull, "truncated": st.DroppedTruncated, "session_closed": st.DroppedClosed,
+		"send_no_session": st.SendNoSession, "send_queue_full": st.SendQueueFull, "send_too_large": st.SendTooLarge,
+		"send_errors": st.SendErrors, "refused": st.RefusedRate + st.RefusedRateIP + st.RefusedIPTableFull +
+			st.RefusedMaxSessions + st.RefusedPending + st.RefusedOrigin + st.RefusedClosed,
+		"closed_idle": st.ClosedIdle, "closed_unanswered": st.ClosedHandshake, "closed_stream": st.StreamsRefused,
+	} {
+		if v > 0 {
+			m["webtransport_"+name] = v
+		}
+	}
+	return m
+}
