@@ -3,6 +3,8 @@ package webtransport
 import (
 	"bytes"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +125,42 @@ func TestWaitReadWakeAndClose(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end WaitRead")
+	}
+}
+
+// TestCloseWithSessionsOpen: Close ends every session (the browsers see
+// them end) and returns only when the conn's goroutines, and its
+// sessions', have ended.
+func TestCloseWithSessionsOpen(t *testing.T) {
+	checkGoroutines(t)
+	c := listen(t, Config{})
+	var clients []*ClientConn
+	for range 3 {
+		cl := dialT(t, c)
+		sessionAddrOf(t, c, cl)
+		clients = append(clients, cl)
+	}
+	if n := c.TransportStats().Sessions; n != 3 {
+		t.Fatalf("%d sessions; want 3", n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if strings.Contains(g, "webtransport.(*Conn)") || strings.Contains(g, "webtransport.(*session)") {
+			t.Fatalf("a goroutine of the conn outlived Close:\n%s", g)
+		}
+	}
+	for i, cl := range clients {
+		select {
+		case <-cl.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("client %d: session still open after the server closed", i)
+		}
+	}
+	if _, err := c.ReadBatch(batchio.NewMessages(1, 100)); err == nil {
+		t.Fatal("ReadBatch after Close succeeded")
 	}
 }
