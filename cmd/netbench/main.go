@@ -108,6 +108,10 @@ type options struct {
 	gso          bool
 	key          []byte
 	protocolID   uint64
+	// webTransport is how many of the clients play over WebTransport
+	// (browser-like Go clients) against the server's WebTransport
+	// listener; the child opens one when it is above 0.
+	webTransport int
 }
 
 // durationValue is a flag that takes a Go duration ("10s", "1m") or a
@@ -188,6 +192,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.xdp, "xdp", "off", "the server's datagram path: off (sockets), native, generic or try (AF_XDP; Linux, root)")
 	fs.StringVar(&o.xdpIf, "xdp-if", "", "the `INTERFACE` the AF_XDP program attaches to (default: the one holding -server-ip)")
 	fs.IntVar(&o.presealLimit, "preseal-limit", bench.DefaultPresealLimit>>20, "MiB the load may hold in inputs and payloads sealed before a window (0: seal while sending, as a game client does)")
+	fs.IntVar(&o.webTransport, "webtransport", 0, "`N` of the -clients play as browsers: WebTransport sessions (Go clients) to a WebTransport listener of the same server, the rest over UDP; each group's loss and round-trip percentiles are reported (echo mode; -clients N: all)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
 	fs.Usage = func() {
@@ -246,6 +251,9 @@ func (o *options) check() error {
 	if _, err := batchio.ParseXDPMode(o.xdp); err != nil {
 		return fmt.Errorf("-xdp: %w", err)
 	}
+	if o.webTransport < 0 || o.webTransport > o.clients {
+		return fmt.Errorf("-webtransport %d: want 0 to -clients (%d)", o.webTransport, o.clients)
+	}
 	if o.child {
 		return nil // the key and protocol come from the environment
 	}
@@ -259,6 +267,9 @@ func (o *options) check() error {
 	}
 	if o.serverNetns != "" && o.target != "" {
 		return errors.New("-server-netns starts the server child in a namespace; with -target there is none (run the target there yourself)")
+	}
+	if o.webTransport > 0 && (o.mode != "echo" || o.bare || o.reliable || o.target != "" || o.serve != "") {
+		return errors.New("-webtransport works with -mode echo (fixed or -sweep) against netbench's own server: not with -bare, -reliable, -target or -serve")
 	}
 	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
 		return fmt.Errorf("-sockets: %w", err)

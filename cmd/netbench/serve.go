@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/webtransport"
 	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/engine"
 )
@@ -43,6 +44,9 @@ type server struct {
 	mode  string // -recv
 	batch int
 	done  chan error
+	// wt is the WebTransport listener, a shard of the same engine
+	// server (-webtransport).
+	wt *webtransport.Conn
 }
 
 // slots is the server's client slots: a game sweep's most players, else
@@ -121,8 +125,20 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 		if !cfg.Manual {
 			cfg.SendQueueSize = cfg.EventQueueSize
 		}
-		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
+		var more []batchio.Conn
+		if o.webTransport > 0 {
+			wt, err := listenWebTransport(o, addr)
+			if err != nil {
+				return nil, err
+			}
+			s.wt = wt
+			more = append(more, s.wt)
+		}
+		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv, more...)
 		if err != nil {
+			if s.wt != nil {
+				s.wt.Close()
+			}
 			return nil, err
 		}
 		s.addr = srv.LocalAddrs()[0]
@@ -146,10 +162,10 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 // listenServer starts the engine server on shards sockets for -recv:
 // batchio's (mmsg, block) through engine.Listen, or bench's comparison
 // sockets (xnet, single, which ignore GSO) given to engine.NewServer.
-func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, recv string) (*engine.Server, error) {
+func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, recv string, more ...batchio.Conn) (*engine.Server, error) {
 	if recv != "xnet" && recv != "single" {
 		cfg.Shards = shards
-		return engine.Listen(cfg, sock, addr)
+		return engine.ListenWith(cfg, sock, []netip.AddrPort{addr}, more...)
 	}
 	if sock.XDP.Mode != batchio.XDPOff {
 		return nil, fmt.Errorf("-xdp with -recv %s: the comparison sockets have no AF_XDP path", recv)
@@ -158,7 +174,7 @@ func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrP
 	if err != nil {
 		return nil, err
 	}
-	srv, err := engine.NewServer(cfg, conns...)
+	srv, err := engine.NewServer(cfg, append(conns, more...)...)
 	if err != nil {
 		for _, c := range conns {
 			c.Close()
@@ -199,7 +215,26 @@ func listenConns(sock batchio.Config, addr netip.AddrPort, shards int, recv stri
 
 func (s *server) close() error {
 	s.app.Stop()
-	return <-s.done
+	err := <-s.done
+	if s.wt != nil {
+		s.wt.Close()
+	}
+	return err
+}
+
+// listenWebTransport opens the WebTransport listener of -webtransport on
+// addr's loopback address. Its limits are a benchmark's: every player
+// connects from one IP, at once.
+func listenWebTransport(o *options, addr netip.AddrPort) (*webtransport.Conn, error) {
+	n := max(o.slots(), 1)
+	return webtransport.Listen(webtransport.Config{
+		Addr:        netip.AddrPortFrom(addr.Addr(), 0),
+		MaxSessions: n + 16, MaxPendingSessions: n + 16,
+		SessionsPerSecond: 1e6, SessionBurst: n + 16,
+		SessionsPerSecondPerIP: 1e6, SessionBurstPerIP: n + 16,
+		DatagramsPerSecond: 1e6, DatagramBurst: 1 << 16,
+		InboxSize: max(webtransport.DefaultInboxSize, 64*n),
+	})
 }
 
 // runServe is -serve ADDR: the server alone, until interrupted, with a
@@ -310,4 +345,26 @@ func interfaceOf(ip netip.Addr) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no interface has %v", ip)
+}
+
+// addWebTransportDrops adds the WebTransport listener's drops and
+// refusals since it started, by reason, to a window's drop reasons, as
+// webtransport_REASON.
+func addWebTransportDrops(m map[string]uint64, st webtransport.Stats) map[string]uint64 {
+	if m == nil {
+		m = map[string]uint64{}
+	}
+	for name, v := range map[string]uint64{
+		"oversized": st.DroppedOversized, "rate": st.DroppedRate, "session_queue_full": st.DroppedSessionFull,
+		"inbox_full": st.DroppedInboxFull, "truncated": st.DroppedTruncated, "session_closed": st.DroppedClosed,
+		"send_no_session": st.SendNoSession, "send_queue_full": st.SendQueueFull, "send_too_large": st.SendTooLarge,
+		"send_errors": st.SendErrors, "refused": st.RefusedRate + st.RefusedRateIP + st.RefusedIPTableFull +
+			st.RefusedMaxSessions + st.RefusedPending + st.RefusedOrigin + st.RefusedClosed,
+		"closed_idle": st.ClosedIdle, "closed_unanswered": st.ClosedHandshake, "closed_stream": st.StreamsRefused,
+	} {
+		if v > 0 {
+			m["webtransport_"+name] = v
+		}
+	}
+	return m
 }

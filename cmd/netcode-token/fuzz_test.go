@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/engine/backend"
 )
 
 // Token text in any form: inspect never panics, and what it accepts is
@@ -31,6 +33,33 @@ func FuzzInspectToken(f *testing.F) {
 		}
 		if (in.Private != nil) != withKey {
 			t.Fatal("private part opened without the key, or not with it")
+		}
+	})
+}
+
+// A hash file's content: parseHashes never panics, and what it accepts is
+// 1 to 32 hashes, each the hex of a line of the input, in order.
+// Seeds are in testdata/fuzz/FuzzParseHashes.
+func FuzzParseHashes(f *testing.F) {
+	f.Add([]byte(strings.Repeat("ab", 32) + "\n"))
+	f.Add([]byte("# comment\n\n" + strings.Repeat("AB", 32) + "\r\n" + strings.Repeat("0", 64)))
+	f.Add([]byte("xyz\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hashes, err := parseHashes(b)
+		if err != nil {
+			return
+		}
+		if len(hashes) < 1 || len(hashes) > backend.MaxServers {
+			t.Fatalf("%d hashes accepted", len(hashes))
+		}
+		lower := strings.ToLower(string(b))
+		at := 0
+		for i, h := range hashes {
+			k := strings.Index(lower[at:], hex.EncodeToString(h[:]))
+			if k < 0 {
+				t.Fatalf("hash %d (%x) is not in the input, in order", i, h)
+			}
+			at += k + 64
 		}
 	})
 }

@@ -15,6 +15,16 @@
 //	  "servers":         ["203.0.113.7:40000"]    // the token's public addresses, in order
 //	}
 //
+// Browsers ask with the query parameter transport=webtransport (with
+// Config.WebTransport set): the token names the servers' WebTransport
+// addresses, from its own Directory, and the answer adds
+//
+//	"transport":          "webtransport",
+//	"certificate_hashes": ["<64 hex digits>"]   // SHA-256 of the servers' certificates, when configured
+//
+// for the page's serverCertificateHashes. Without the parameter, or with
+// transport=udp, the answer is as above.
+//
 // Every failure is a JSON object with a status code to match:
 //
 //	{"error": {"code": "rate_limited", "message": "too many connect tokens for this client; retry after 2 s"}}

@@ -3,7 +3,10 @@
 // over HTTP, optionally takes part in the Agones GameServer lifecycle, and
 // drains gracefully when its context ends. cmd/netcode-server is a thin
 // main around it; a game plugs in its own logic through the Game
-// interface.
+// interface. With Config.WebTransport the same server also serves
+// browsers: a WebTransport listener (package batchio/webtransport) is one
+// more shard, so the token rules, limits, metrics and the drain below
+// cover browser players as UDP ones.
 //
 // The drain, when ctx is done (SIGTERM in the command):
 //
