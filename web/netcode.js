@@ -79,8 +79,9 @@ class Client {
   // state is the client's state name ("connected", ...).
   get state() { return this._api.state().name; }
   get stateCode() { return this._api.state().code; }
-  // rtt is the reliable endpoint's average round trip in ms (connect
-  // with reliable: true), NaN without one.
+  // rtt is the least round trip in ms over the reliable endpoint's last
+  // 512 acks (connect with reliable: true), NaN without one: the path's,
+  // without the server's wait for a packet to carry the ack.
   get rtt() { return this._api.rtt(); }
   stats() { return this._api.stats(); }
 

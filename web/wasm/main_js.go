@@ -200,8 +200,10 @@ func (p *player) disconnect(js.Value, []js.Value) any {
 	return js.Global().Get("Promise").New(executor)
 }
 
-// rtt() is the reliable endpoint's average round trip in milliseconds, NaN
-// without one.
+// rtt() is the reliable endpoint's least round trip over its last 512
+// samples, in milliseconds, NaN without one. The least, because a sample
+// also holds the server's wait for a packet to carry the ack (up to a
+// keep-alive interval, 100 ms): the least is the path's.
 func (p *player) rtt(js.Value, []js.Value) any {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -212,7 +214,7 @@ func (p *player) rtt(js.Value, []js.Value) any {
 	if err != nil {
 		return math.NaN()
 	}
-	return float64(st.RTTAvg)
+	return float64(st.RTTMin)
 }
 
 // stats() returns the client's and the conns' counters.
