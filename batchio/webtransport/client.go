@@ -101,6 +101,16 @@ func dial(ctx context.Context, rawURL string, hdr http.Header, certHashes [][32]
 	if a, ok := sess.LocalAddr().(*net.UDPAddr); ok {
 		c.local = a.AddrPort()
 	}
+	// A dual-stack socket ([::]:port) reaches IPv4 servers too; it is
+	// reported in the server's family, which is what an engine.Client
+	// matches a token's addresses against.
+	if ip := c.local.Addr().Unmap(); !ip.IsValid() || ip.IsUnspecified() {
+		unspec := netip.IPv6Unspecified()
+		if server.Addr().Is4() {
+			unspec = netip.IPv4Unspecified()
+		}
+		c.local = netip.AddrPortFrom(unspec, c.local.Port())
+	}
 	c.wg.Go(c.readLoop)
 	c.wg.Go(c.writeLoop)
 	return c, nil

@@ -141,13 +141,15 @@ func Listen(cfg Config) (*Conn, error) {
 		EnableDatagrams:                  true,
 		EnableStreamResetPartialDelivery: true,
 		HandshakeIdleTimeout:             cfg.HandshakeTimeout,
-		MaxIdleTimeout:                   cfg.IdleTimeout,
-		MaxIncomingStreams:               maxStreamsPerConn,
-		MaxIncomingUniStreams:            maxUniStreamsPerConn,
-		InitialStreamReceiveWindow:       streamWindow,
-		MaxStreamReceiveWindow:           streamWindow,
-		InitialConnectionReceiveWindow:   connWindow,
-		MaxConnectionReceiveWindow:       connWindow,
+		// QUIC's own idle timeout is a backstop; the janitor closes
+		// silent sessions first, by its rules.
+		MaxIdleTimeout:                 2 * max(cfg.IdleTimeout, cfg.HandshakeTimeout),
+		MaxIncomingStreams:             maxStreamsPerConn,
+		MaxIncomingUniStreams:          maxUniStreamsPerConn,
+		InitialStreamReceiveWindow:     streamWindow,
+		MaxStreamReceiveWindow:         streamWindow,
+		InitialConnectionReceiveWindow: connWindow,
+		MaxConnectionReceiveWindow:     connWindow,
 	}
 	// Retry proves a client's address before any per-IP limit is charged
 	// to it, so a spoofed flood cannot spend a real player's budget; it

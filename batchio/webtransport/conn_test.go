@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/netcode-go/netcode/batchio"
 )
 
 func TestEchoBothWays(t *testing.T) {
@@ -16,8 +18,14 @@ func TestEchoBothWays(t *testing.T) {
 	for i := range n {
 		want = append(want, fmt.Appendf(nil, "datagram %d %s", i, bytes.Repeat([]byte{byte(i)}, i*7)))
 	}
-	write(t, cl, c.LocalAddr(), want...)
-	got := readN(t, c, n)
+	// In rounds of 10: the HTTP/3 layer holds at most 32 datagrams per
+	// session until they are read, and drops the rest (they are
+	// unreliable).
+	var got []batchio.Message
+	for i := 0; i < n; i += 10 {
+		write(t, cl, c.LocalAddr(), want[i:i+10]...)
+		got = append(got, readN(t, c, 10)...)
+	}
 	if len(got) != n {
 		t.Fatalf("server read %d datagrams, want %d", len(got), n)
 	}
@@ -30,8 +38,11 @@ func TestEchoBothWays(t *testing.T) {
 			t.Fatalf("datagram %d: %q from %v, want %q from %v", i, m.Buf, m.Addr, want[i], from)
 		}
 	}
-	write(t, c, from, want...)
-	back := readN(t, cl, n)
+	var back []batchio.Message
+	for i := 0; i < n; i += 10 {
+		write(t, c, from, want[i:i+10]...)
+		back = append(back, readN(t, cl, 10)...)
+	}
 	if len(back) != n {
 		t.Fatalf("client read %d datagrams, want %d", len(back), n)
 	}
