@@ -306,6 +306,14 @@ func TestBrowser(t *testing.T) {
 		if expired == 0 {
 			t.Errorf("server counted no expired-token drop; codec drops %v", after.CodecDrops)
 		}
+		// The refused client closed its session itself instead of leaving
+		// it to the server's 5 s handshake timeout.
+		waitFor(t, 2*time.Second, "session closed by the refused page", func() bool {
+			return d.wt.TransportStats().Sessions == 0
+		})
+		if n := d.wt.TransportStats().ClosedHandshake; n != 0 {
+			t.Errorf("server closed %d sessions for their handshake timeout; want 0", n)
+		}
 	})
 
 	// The example page itself: Connect, payloads echoed on its 50 ms

@@ -285,6 +285,14 @@ func (p *player) loop() {
 		}
 		st := p.state
 		onPayload := p.onPayload
+		if active && !st.IsConnecting() && st != engine.Connected {
+			// The session ended without disconnect() (refused, timed
+			// out, disconnected by the server): close the browser's
+			// sessions rather than leave them to the server's timeouts.
+			for _, c := range p.conns {
+				go c.Drain(100 * time.Millisecond)
+			}
+		}
 		p.mu.Unlock()
 		p.notifyState(old, st)
 		if !batch.IsUndefined() && onPayload.Type() == js.TypeFunction {
