@@ -75,3 +75,45 @@ func TestBufferShortfallWarning(t *testing.T) {
 		t.Fatalf("no warning for a 1 GiB receive buffer: %q", buf.String())
 	}
 }
+
+// TestListenWith: a conn given to ListenWith is one more shard that
+// clients connect through, and Close leaves it open for its owner.
+func TestListenWith(t *testing.T) {
+	extra, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	cfg := ServerConfig{ProtocolID: 5, PrivateKey: testPrivateKey, Shards: 2}
+	srv, err := ListenWith(cfg, batchio.Config{}, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrs := srv.LocalAddrs(); len(addrs) != 3 || addrs[2] != extra.LocalAddr() {
+		t.Fatalf("shards on %v; want two sockets and then %v", addrs, extra.LocalAddr())
+	}
+	if pub := srv.PublicAddresses(); len(pub) != 2 || pub[1] != extra.LocalAddr() {
+		t.Fatalf("public addresses %v; want the bind's and %v", pub, extra.LocalAddr())
+	}
+	c, err := DialClient(ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	token, _ := GenerateConnectToken(TokenParams{ProtocolID: 5, PrivateKey: testPrivateKey, ClientID: 1,
+		PublicAddresses: []netip.AddrPort{extra.LocalAddr()}, ExpireSeconds: 30, TimeoutSeconds: 5})
+	if err := c.Connect(token, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); c.State() != Connected && time.Now().Before(deadline); {
+		c.Update(time.Now())
+		_ = c.Wait(deadline)
+	}
+	if c.State() != Connected {
+		t.Fatalf("client through the extra conn: %v", c.State())
+	}
+	srv.Close()
+	if _, err := extra.WriteBatch([]batchio.Message{{Buf: []byte{1}, N: 1, Addr: extra.LocalAddr()}}); err != nil {
+		t.Fatalf("the server closed a conn it was given: %v", err)
+	}
+}

@@ -105,6 +105,13 @@ type Server struct {
 // the address, and starts a server on them. A port of 0 is replaced
 // by the port the address's first socket got. Close closes the sockets.
 func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Server, error) {
+	return ListenWith(cfg, sock, binds)
+}
+
+// ListenWith is Listen with more conns served beside the sockets it
+// opens, one shard each: a WebTransport conn that serves browsers, for
+// example. Close closes the sockets Listen opened, not these.
+func ListenWith(cfg ServerConfig, sock batchio.Config, binds []netip.AddrPort, more ...batchio.Conn) (*Server, error) {
 	if len(binds) == 0 {
 		return nil, errors.New("netcode: Listen needs at least one bind address")
 	}
@@ -132,7 +139,7 @@ func Listen(cfg ServerConfig, sock batchio.Config, binds ...netip.AddrPort) (*Se
 		conns = append(conns, group...)
 	}
 	cfg.Shards = 0
-	s, err := NewServer(cfg, conns...)
+	s, err := NewServer(cfg, append(conns[:len(conns):len(conns)], more...)...)
 	if err != nil {
 		closeAll()
 		return nil, err

@@ -101,3 +101,7 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
+
+func contextTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}

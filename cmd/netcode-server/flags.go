@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/webtransport"
 	"github.com/netcode-go/netcode/cmd/internal/cli"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/agones"
@@ -47,6 +48,13 @@ type options struct {
 	sourceLimit    string
 	sourceRate     int
 	sourceBurst    int
+
+	webTransport       netip.AddrPort // zero: none
+	webTransportPublic netip.AddrPort
+	webTransportCert   string
+	webTransportKey    string
+	webTransportHash   string
+	webTransportOrigin []string
 }
 
 func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
@@ -117,6 +125,31 @@ func flagSet(o *options) *cli.FlagSet {
 		fmt.Sprintf("with -source-limit, the datagrams per second one source address and port may send, `N` from 1 to %d", maxSourceRate))
 	fs.Int(&o.sourceBurst, "source-burst", batchio.DefaultSourceBurst, 1, maxSourceRate,
 		fmt.Sprintf("with -source-limit, the datagrams one source may send at once, `N` from 1 to %d", maxSourceRate))
+	addrOrOff := func(s string) (netip.AddrPort, error) {
+		if s == "" || s == "off" {
+			return netip.AddrPort{}, nil
+		}
+		a, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return a, fmt.Errorf("want IPv4:port or [IPv6]:port, or off")
+		}
+		return a, nil
+	}
+	fmtAddr := func(a netip.AddrPort) string {
+		if !a.IsValid() {
+			return ""
+		}
+		return a.String()
+	}
+	cli.Var(fs, &o.webTransport, "webtransport", netip.AddrPort{},
+		"UDP `ADDR` to serve browsers on, over WebTransport (HTTP/3) at path "+webtransport.DefaultPath+", beside the UDP binds (default: off)", addrOrOff, fmtAddr)
+	cli.Var(fs, &o.webTransportPublic, "webtransport-public", netip.AddrPort{},
+		"`ADDR` browsers' connect tokens name for -webtransport (default: its address; required when it is 0.0.0.0 or [::] and -public is given)", addrOrOff, fmtAddr)
+	fs.StringVar(&o.webTransportCert, "webtransport-cert", "", "PEM `FILE` of the WebTransport TLS certificate (chain), with -webtransport-key; without both, a development certificate valid 10 days, on loopback only, whose hash is logged")
+	fs.StringVar(&o.webTransportKey, "webtransport-key", "", "PEM `FILE` of the WebTransport certificate's private key")
+	fs.StringVar(&o.webTransportHash, "webtransport-hash-file", "", "`FILE` to write the WebTransport certificate's SHA-256 to, as 64 hex digits, for the token service (netcode-token serve -webtransport-cert-hash-file)")
+	cli.Var(fs, &o.webTransportOrigin, "webtransport-origin", nil,
+		"web `ORIGIN`s (scheme://host[:port], comma-separated) whose pages may open WebTransport sessions (default: any)", parseOrigins, func(l []string) string { return strings.Join(l, ",") })
 	fs.Choice(&o.logFormat, "log-format", "text", logFormatChoices, "log format: json or text")
 	fs.Choice(&o.logLevel, "log-level", "info", logLevelChoices, "log level: debug, info, warn or error")
 	fs.Notes("The private key itself may come from $" + keyEnv + " (64 hex digits); it is never a flag.\n" +
@@ -175,4 +208,20 @@ func socketConfig(o *options) batchio.Config {
 		c.SourceLimit = batchio.SourceLimit{Rate: o.sourceRate, Burst: o.sourceBurst, Optional: o.sourceLimit == "try"}
 	}
 	return c
+}
+
+// parseOrigins reads -webtransport-origin: a comma-separated list.
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "://") {
+			return nil, fmt.Errorf("%q: want an origin, scheme://host[:port]", part)
+		}
+		out = append(out, part)
+	}
+	return out, nil
 }

@@ -22,6 +22,14 @@
 // and is never reachable from elsewhere with a key nobody configured.
 // -agones needs a real key.
 //
+// With -webtransport ADDR the same server also serves browsers, over
+// WebTransport datagrams on that UDP address (package
+// batchio/webtransport): their connect tokens name it (or
+// -webtransport-public). -webtransport-cert and -webtransport-key give
+// the certificate; without them a development certificate, on loopback
+// only, whose SHA-256 pages pin with serverCertificateHashes: it is logged
+// and, with -webtransport-hash-file, written for the token service.
+//
 // SIGTERM or SIGINT drains: new players are refused and /readyz answers
 // 503 at once, players play on for up to -drain-grace, then are
 // disconnected; the process exits 0. A second signal ends it at once.
@@ -121,6 +129,14 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 	if err != nil {
 		return
 	}
+	if dev && o.webTransport.IsValid() && !o.webTransport.Addr().IsLoopback() {
+		err = usagef("no private key: the development mode serves on loopback addresses only, and -webtransport %v is not one", o.webTransport)
+		return
+	}
+	wt, err := webTransportConfig(o)
+	if err != nil {
+		return
+	}
 	if len(o.binds) == 0 {
 		o.binds = addrList{netip.MustParseAddrPort(defaultBind)}
 	}
@@ -145,7 +161,7 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 	log.Info("netcode-server starting", slog.String("version", b.Version), slog.String("revision", b.Revision), slog.String("go", b.GoVersion),
 		slog.String("game", o.game), slog.String("protocol", engine.IDString(protocol)),
 		slog.String("key", keySource), slog.String("bind", o.binds.String()), slog.String("public", o.public.String()),
-		slog.String("http", o.httpAddr), slog.Bool("agones", o.agones))
+		slog.String("http", o.httpAddr), slog.String("webtransport", fmtOff(o.webTransport)), slog.Bool("agones", o.agones))
 	if dev {
 		target := o.binds[0]
 		if len(o.public) > 0 {
@@ -172,6 +188,10 @@ func configure(o *options, getenv func(string) string, log *slog.Logger) (cfg de
 		GameStall:  o.gameStall,
 		Logger:     log,
 		Registry:   registry(b),
+	}
+	if wt != nil {
+		cfg.WebTransport, cfg.WebTransportPublic = wt, o.webTransportPublic
+		cfg.WebTransportListening = publishHash(o, log, wt.Certificate == nil)
 	}
 	if o.agones {
 		a := &dedicated.AgonesConfig{PortName: o.agonesPort}
@@ -207,4 +227,11 @@ func checkDev(o *options) error {
 		}
 	}
 	return nil
+}
+
+func fmtOff(a netip.AddrPort) string {
+	if !a.IsValid() {
+		return "off"
+	}
+	return a.String()
 }

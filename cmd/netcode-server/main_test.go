@@ -57,6 +57,9 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		"NETCODE_GAME": "relay", "NETCODE_TICK": "60", "NETCODE_LOG_FORMAT": "json", "NETCODE_LOG_LEVEL": "debug",
 		"NETCODE_GAME_STALL":   "2s",
 		"NETCODE_SOURCE_LIMIT": "try", "NETCODE_SOURCE_RATE": "500", "NETCODE_SOURCE_BURST": "50",
+		"NETCODE_WEBTRANSPORT": "127.0.0.1:4433", "NETCODE_WEBTRANSPORT_PUBLIC": "203.0.113.1:443",
+		"NETCODE_WEBTRANSPORT_CERT": "/c", "NETCODE_WEBTRANSPORT_KEY": "/ck", "NETCODE_WEBTRANSPORT_HASH_FILE": "/h",
+		"NETCODE_WEBTRANSPORT_ORIGIN": "https://a.example, https://b.example",
 	}
 	o, err := parseFlags([]string{"-max-clients", "9", "-bind", "127.0.0.2:5"}, envOf(env), io.Discard)
 	if err != nil {
@@ -64,10 +67,13 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}
 	got := []any{o.binds.String(), o.public.String(), o.protocolHex, o.keyFile, o.maxClients, o.shards, o.httpAddr,
 		o.drainGrace, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel,
-		o.gameStall, o.sourceLimit, o.sourceRate, o.sourceBurst}
+		o.gameStall, o.sourceLimit, o.sourceRate, o.sourceBurst,
+		o.webTransport.String(), o.webTransportPublic.String(), o.webTransportCert, o.webTransportKey, o.webTransportHash,
+		strings.Join(o.webTransportOrigin, " ")}
 	want := []any{"127.0.0.2:5", "203.0.113.1:1000", "abc", "/k", 9, 3, "127.0.0.1:9",
 		5 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug",
-		2 * time.Second, "try", 500, 50}
+		2 * time.Second, "try", 500, 50,
+		"127.0.0.1:4433", "203.0.113.1:443", "/c", "/ck", "/h", "https://a.example https://b.example"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("option %d: %v; want %v", i, got[i], want[i])

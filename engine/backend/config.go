@@ -57,6 +57,10 @@ type Config struct {
 	// TimeoutSeconds is the connection timeout in each token (default 10;
 	// allowed 1 to 86400, or -1 for no timeout, development only).
 	TimeoutSeconds int32
+	// WebTransport, if not nil, serves browsers: a request with the query
+	// parameter transport=webtransport gets a token naming the servers'
+	// WebTransport addresses, from its own Directory.
+	WebTransport *WebTransportConfig
 	// RateLimit limits tokens per client id.
 	RateLimit RateLimit
 	// AuthFailures limits refused authentications per caller address and
@@ -76,6 +80,25 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Transports a request names with the query parameter transport.
+const (
+	TransportUDP          = "udp" // the default
+	TransportWebTransport = "webtransport"
+)
+
+// WebTransportConfig configures the tokens for browsers (WebTransport).
+type WebTransportConfig struct {
+	// Directory offers the servers' WebTransport addresses (required):
+	// what the browser dials, and what the server's PublicAddresses hold.
+	Directory Directory
+	// CertificateHashes, if not nil, returns the SHA-256 hashes of the
+	// servers' certificates, which the response carries
+	// (certificate_hashes) for the page's serverCertificateHashes: for
+	// self-signed certificates. It is called once per request, from many
+	// goroutines, and should return at once (cache what it reads).
+	CertificateHashes func() [][32]byte
+}
+
 // withDefaults fills zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.PrivateKey) != codec.KeyBytes {
@@ -86,6 +109,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Directory == nil {
 		return c, fmt.Errorf("backend: Directory is nil; want one such as NewStaticDirectory's")
+	}
+	if c.WebTransport != nil {
+		if c.WebTransport.Directory == nil {
+			return c, fmt.Errorf("backend: WebTransport.Directory is nil; want the directory of the servers' WebTransport addresses")
+		}
+		wt := *c.WebTransport
+		c.WebTransport = &wt
 	}
 	if c.TokenLifetime == 0 {
 		c.TokenLifetime = defaultTokenLifetime

@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +61,13 @@ type TokenResponse struct {
 	TimeoutSeconds int32 `json:"timeout_seconds"`
 	// Servers are the token's public addresses, most preferred first.
 	Servers []string `json:"servers"`
+	// Transport is "webtransport" for a token for browsers (absent for
+	// UDP).
+	Transport string `json:"transport,omitempty"`
+	// CertificateHashes are the SHA-256 hashes, 64 hex digits each, of
+	// the WebTransport servers' certificates, for the page's
+	// serverCertificateHashes (absent when none are configured).
+	CertificateHashes []string `json:"certificate_hashes,omitempty"`
 }
 
 // ErrorResponse is the JSON body of every failed request.
@@ -86,6 +95,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	dir, webTransport, msg := h.transport(r)
+	if msg != "" {
+		h.fail(w, log, http.StatusBadRequest, "bad_request", msg)
+		return
+	}
 
 	// An address that keeps failing to authenticate is answered without
 	// trying: guessing secrets costs it AuthFailures' refill time each.
@@ -117,7 +131,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	servers, err := h.servers(r.Context(), log)
+	servers, err := h.servers(r.Context(), log, dir)
 	if err != nil {
 		h.fail(w, log, http.StatusServiceUnavailable, "no_servers", "no server can take a player now; retry later")
 		return
@@ -146,26 +160,61 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	created := time.Unix(now.Unix(), 0).UTC()
+	var transport string
+	var hashes []string
+	if webTransport {
+		transport = TransportWebTransport
+		if f := h.cfg.WebTransport.CertificateHashes; f != nil {
+			for _, hh := range f() {
+				hashes = append(hashes, hex.EncodeToString(hh[:]))
+			}
+		}
+	}
 	h.write(w, http.StatusOK, TokenResponse{
-		ConnectToken:   engine.EncodeToken(token),
-		ClientID:       strconv.FormatUint(id, 10),
-		CreatedAt:      created.Format(time.RFC3339),
-		ExpiresAt:      created.Add(h.cfg.TokenLifetime).Format(time.RFC3339),
-		ExpireSeconds:  lifetime,
-		TimeoutSeconds: h.cfg.TimeoutSeconds,
-		Servers:        names,
+		ConnectToken:      engine.EncodeToken(token),
+		ClientID:          strconv.FormatUint(id, 10),
+		CreatedAt:         created.Format(time.RFC3339),
+		ExpiresAt:         created.Add(h.cfg.TokenLifetime).Format(time.RFC3339),
+		ExpireSeconds:     lifetime,
+		TimeoutSeconds:    h.cfg.TimeoutSeconds,
+		Servers:           names,
+		Transport:         transport,
+		CertificateHashes: hashes,
 	})
 	h.counters.issued.Add(1)
-	log.Info("connect token issued", slog.Any("servers", names))
+	log.Info("connect token issued", slog.Any("servers", names), slog.String("transport", cmp.Or(transport, TransportUDP)))
+}
+
+// transport reads the query parameter transport: the directory to ask,
+// whether it is WebTransport's, or why the request is refused.
+func (h *Handler) transport(r *http.Request) (dir Directory, webTransport bool, refusal string) {
+	values := r.URL.Query()["transport"]
+	if len(values) > 1 {
+		return nil, false, "transport given more than once"
+	}
+	t := ""
+	if len(values) == 1 {
+		t = values[0]
+	}
+	switch t {
+	case "", TransportUDP:
+		return h.cfg.Directory, false, ""
+	case TransportWebTransport:
+		if h.cfg.WebTransport == nil {
+			return nil, false, "transport webtransport is not served here"
+		}
+		return h.cfg.WebTransport.Directory, true, ""
+	}
+	return nil, false, "transport: want udp or webtransport"
 }
 
 // servers asks the directory and keeps the first MaxServers usable
 // candidates.
-func (h *Handler) servers(ctx context.Context, log *slog.Logger) ([]Server, error) {
+func (h *Handler) servers(ctx context.Context, log *slog.Logger, dir Directory) ([]Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.DirectoryTimeout)
 	defer cancel()
 	var buf [MaxServers]Server
-	got, err := h.cfg.Directory.Servers(ctx, buf[:0])
+	got, err := dir.Servers(ctx, buf[:0])
 	if err != nil {
 		log.Warn("directory failed", slog.String("error", err.Error()))
 		return nil, err

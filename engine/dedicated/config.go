@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/webtransport"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/agones"
 	"github.com/netcode-go/netcode/engine/health"
@@ -75,6 +76,19 @@ type Config struct {
 	// Health pings), and the drain stops waiting for the game (0 means
 	// DefaultGameStall; allowed MinGameStall to MaxGameStall).
 	GameStall time.Duration
+	// WebTransport, if not nil, serves browsers too: a WebTransport
+	// listener (package batchio/webtransport) is one more shard of the
+	// same server, so limits, metrics and the drain cover both.
+	WebTransport *webtransport.Config
+	// WebTransportPublic is the address browsers' tokens name for the
+	// WebTransport listener, added to Server.PublicAddresses when those
+	// are given (or come from Agones). Zero: the listener's address,
+	// which must then be a specific one.
+	WebTransportPublic netip.AddrPort
+	// WebTransportListening, if set, is called once the WebTransport
+	// listener is open, before the server starts: to publish its
+	// certificate hash, for example. An error stops Run.
+	WebTransportListening func(*webtransport.Conn) error
 	// Agones, if not nil, runs the Agones GameServer lifecycle.
 	Agones *AgonesConfig
 	// Logger receives the lifecycle (nil: nothing is logged).
@@ -121,6 +135,12 @@ func (c *Config) check() error {
 		if !b.IsValid() {
 			return fmt.Errorf("dedicated: Config.Bind[%d] is not an address; want IPv4:port or [IPv6]:port", i)
 		}
+	}
+	if c.WebTransport == nil && c.WebTransportPublic.IsValid() {
+		return errors.New("dedicated: Config.WebTransportPublic is set without Config.WebTransport")
+	}
+	if a := c.WebTransportPublic; a.IsValid() && (a.Addr().IsUnspecified() || a.Port() == 0) {
+		return fmt.Errorf("dedicated: Config.WebTransportPublic %v; want the address browsers reach, with a port", a)
 	}
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {

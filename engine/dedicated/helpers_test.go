@@ -217,7 +217,7 @@ func (p *players) connected(from, to int) {
 // by) the server, its shards, the runner or the Agones client.
 func noneLeft(t *testing.T) {
 	t.Helper()
-	ours := []string{"netcode/engine.", "netcode/engine/dedicated.", "netcode/engine/agones.", "netcode/batchio."}
+	ours := []string{"netcode/engine.", "netcode/engine/dedicated.", "netcode/engine/agones.", "netcode/batchio.", "netcode/batchio/webtransport."}
 	var left []string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		buf := make([]byte, 1<<20)

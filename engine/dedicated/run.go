@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/netcode-go/netcode/batchio"
 	"github.com/netcode-go/netcode/engine"
 	"github.com/netcode-go/netcode/engine/agones"
 	"github.com/netcode-go/netcode/engine/metrics"
@@ -55,7 +56,16 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 		}
 	}
 
-	srv, err := engine.Listen(cfg.Server, cfg.Socket, cfg.Bind...)
+	wt, err := listenWebTransport(&cfg, log)
+	if err != nil {
+		return err
+	}
+	var more []batchio.Conn
+	if wt != nil {
+		defer wt.Close() // after the server's drain and close
+		more = append(more, wt)
+	}
+	srv, err := engine.ListenWith(cfg.Server, cfg.Socket, cfg.Bind, more...)
 	if err != nil {
 		return fmt.Errorf("dedicated: %w", err)
 	}
@@ -63,6 +73,13 @@ func Run(ctx context.Context, cfg Config, game Game) (err error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = metrics.NewRegistry()
+	}
+	if wt != nil {
+		wc := newWebTransportCollector(wt)
+		if err := reg.Register(wc); err != nil {
+			return fmt.Errorf("dedicated: registering the WebTransport metrics: %w", err)
+		}
+		defer reg.Unregister(wc)
 	}
 	watch := newWatchdog(cfg.GameStall, log)
 	col := metrics.NewCollector(srv, metrics.LiveStall(cfg.LiveStall), metrics.LiveAlso(watch.live))
