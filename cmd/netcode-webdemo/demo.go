@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,15 +123,27 @@ func start(ctx context.Context, cfg config) (d *demo, err error) {
 	// The token service, on a loopback port only the backend calls. In
 	// development it takes the client id from the backend's query
 	// (LoopbackOnlyDirect); a real deployment authenticates the backend.
-	dir, err := backend.NewStaticDirectory([]backend.Server{{Public: d.wt.LocalAddr()}})
+	// Native players get tokens for the UDP address, browsers
+	// (transport=webtransport) for the WebTransport one, with the hash of
+	// the certificate to pin.
+	udpDir, err := backend.NewStaticDirectory([]backend.Server{{Public: d.udp.LocalAddr()}})
 	if err != nil {
 		return d, err
 	}
+	wtDir, err := backend.NewStaticDirectory([]backend.Server{{Public: d.wt.LocalAddr()}})
+	if err != nil {
+		return d, err
+	}
+	hash := d.wt.CertificateHash()
 	h, err := backend.NewHandler(backend.Config{
-		ProtocolID:     protocolID,
-		PrivateKey:     key,
-		Authenticate:   backend.LoopbackOnlyDirect,
-		Directory:      dir,
+		ProtocolID:   protocolID,
+		PrivateKey:   key,
+		Authenticate: backend.LoopbackOnlyDirect,
+		Directory:    udpDir,
+		WebTransport: &backend.WebTransportConfig{
+			Directory:         wtDir,
+			CertificateHashes: func() [][32]byte { return [][32]byte{hash} },
+		},
 		TimeoutSeconds: 5,
 		Logger:         d.log,
 		Now:            cfg.tokenClock,
@@ -176,8 +186,8 @@ func (d *demo) routes() http.Handler {
 
 // token is the game's web backend: it names the player (here each
 // request is a new player) and asks the token service for a token to the
-// WebTransport address, with the certificate's hash. The page never sees
-// the token service or anything that authenticates to it.
+// WebTransport address, which comes with the certificate's hash. The page
+// never sees the token service or anything that authenticates to it.
 func (d *demo) token(w http.ResponseWriter, r *http.Request) {
 	id := d.nextID.Add(1)
 	url := fmt.Sprintf("http://%s/?client_id=%d&transport=webtransport", d.tokenLn.Addr(), id)
@@ -197,32 +207,10 @@ func (d *demo) token(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "token service: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	if res.StatusCode == http.StatusOK {
-		body, err = d.withHashes(body)
-		if err != nil {
-			http.Error(w, "token service: "+err.Error(), http.StatusBadGateway)
-			return
-		}
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(res.StatusCode)
 	w.Write(body)
-}
-
-// withHashes adds the certificate's hash to a token response that lacks
-// one.
-func (d *demo) withHashes(body []byte) ([]byte, error) {
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	if _, ok := m["certificate_hashes"]; ok {
-		return body, nil
-	}
-	h := d.wt.CertificateHash()
-	m["certificate_hashes"] = []string{hex.EncodeToString(h[:])}
-	return json.Marshal(m)
 }
 
 // echo is the game: every payload goes back to its sender.
