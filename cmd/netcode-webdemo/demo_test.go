@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/engine"
+	"github.com/netcode-go/netcode/reliable"
 )
 
 // TestTokenEndpoint: the backend's /api/token answers a POST with a token
@@ -120,4 +122,63 @@ func writeFakeDist(t *testing.T, dir string) {
 
 func writeFile(dir, name string, b []byte) error {
 	return os.WriteFile(filepath.Join(dir, name), b, 0o644)
+}
+
+// TestNativePlayer: a UDP player with a token from the demo's token
+// service (no transport: UDP) plays the same echo game as the browsers.
+func TestNativePlayer(t *testing.T) {
+	dist := t.TempDir()
+	writeFakeDist(t, dist)
+	loop := netip.MustParseAddrPort("127.0.0.1:0")
+	d, err := start(context.Background(), config{HTTP: loop, UDP: loop, WebTransport: loop, Dist: dist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	res, err := http.Post("http://"+d.tokenLn.Addr().String()+"/?client_id=7", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		ConnectToken string   `json:"connect_token"`
+		Servers      []string `json:"servers"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&body)
+	res.Body.Close()
+	if err != nil || len(body.Servers) != 1 || body.Servers[0] != d.udp.LocalAddr().String() {
+		t.Fatalf("UDP token: servers %v, %v; want [%v]", body.Servers, err, d.udp.LocalAddr())
+	}
+	token, err := base64.StdEncoding.DecodeString(body.ConnectToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := reliable.DefaultConfig()
+	c, err := engine.DialClient(engine.ClientConfig{Reliable: &rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Connect(token, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	payload, buf := []byte("hello from UDP"), make([]byte, rc.MaxPacketSize)
+	sent := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		c.Update(time.Now())
+		if c.State() == engine.Connected && !sent {
+			if err := c.SendPacket(payload); err != nil {
+				t.Fatal(err)
+			}
+			c.Flush()
+			sent = true
+		}
+		if n, _, ok := c.ReceivePacket(buf); ok {
+			if !bytes.Equal(buf[:n], payload) {
+				t.Fatalf("echo %q; want %q", buf[:n], payload)
+			}
+			return
+		}
+		c.Wait(time.Now().Add(20 * time.Millisecond))
+	}
+	t.Fatalf("no echo over UDP within 5 s (client state %v)", c.State())
 }

@@ -69,7 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cli.Exit(stderr, f.Name(), err)
 	}
 	defer d.Close()
-	fmt.Fprintf(stdout, "netcode-webdemo: open %s in a browser with WebTransport (Chromium, Firefox); UDP players: %v\n", d.URL(), d.udp.LocalAddr())
+	fmt.Fprintf(stdout, "netcode-webdemo: open %s in a browser with WebTransport (Chromium, Firefox)\n", d.URL())
+	fmt.Fprintf(stdout, "netcode-webdemo: native players: UDP %v, tokens from POST http://%v/?client_id=N (this host only)\n", d.udp.LocalAddr(), d.tokenLn.Addr())
 	<-ctx.Done()
 	return cli.ExitOK
 }
