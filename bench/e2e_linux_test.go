@@ -254,6 +254,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"shared with a bind address", LoadConfig{Server: addr, Bind: netip.MustParseAddr("127.0.0.1"), PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared}},
 		{"unknown sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: 7}},
 		{"negative workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Workers: -1}},
+		{"dial with shared sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared,
+			Dial: func(int) (batchio.Conn, error) { return nil, nil }}},
+		{"dial bare", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Bare: true,
+			Dial: func(int) (batchio.Conn, error) { return nil, nil }}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,5 +315,38 @@ func TestDropSink(t *testing.T) {
 	}
 	if _, _, err := plain.ReadFromUDPAddrPort(buf); err != nil {
 		t.Fatalf("a socket without the filter received nothing: %v", err)
+	}
+}
+
+// TestLoadDial: with Dial, each client plays over the conn Dial makes for
+// it (here a socket of the test's own), and the load closes them.
+func TestLoadDial(t *testing.T) {
+	key := testKey(t)
+	_, addr := startTestEcho(t, key, 4)
+	var conns []batchio.Conn
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: 4, PayloadBytes: 100,
+		Dial: func(i int) (batchio.Conn, error) {
+			c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{})
+			conns = append(conns, c)
+			return c, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Close()
+	if len(conns) != 4 || load.Sockets() != SocketsPerClient {
+		t.Fatalf("Dial called %d times, sockets %v; want 4 and per-client", len(conns), load.Sockets())
+	}
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != 4 {
+		t.Fatalf("%d of 4 clients connected over Dial's conns", n)
+	}
+	in, out := load.SocketPackets()
+	if in == 0 || out == 0 {
+		t.Fatalf("Dial's conns moved %d in, %d out; want the handshakes", in, out)
+	}
+	load.Close()
+	if _, err := conns[0].WriteBatch([]batchio.Message{{Buf: []byte{1}, N: 1, Addr: addr}}); err == nil {
+		t.Fatal("the load left a dialled conn open")
 	}
 }

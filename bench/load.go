@@ -145,6 +145,12 @@ type LoadConfig struct {
 	// Workers is how many goroutines drive the clients when they share
 	// sockets (0: GOMAXPROCS, and no more than one per 64 clients).
 	Workers int
+	// Dial, if set, makes client i's conn instead of a UDP socket: clients
+	// over another transport, such as WebTransport sessions for
+	// browser-like players (netbench -webtransport). Each client then has
+	// its own conn and goroutine (SocketsPerClient); the load closes the
+	// conns.
+	Dial func(i int) (batchio.Conn, error)
 	// Logger receives lifecycle events; nil discards.
 	Logger *slog.Logger
 }
@@ -389,6 +395,15 @@ func (c *LoadConfig) normalize() error {
 		c.ExpireSeconds = int64(engine.DefaultMaxConnectTokenLifetime / time.Second)
 	}
 	loopback4 := c.Server.Addr().Unmap().Is4() && c.Server.Addr().IsLoopback()
+	if c.Dial != nil {
+		if c.Bare {
+			return errors.New("bench: a bare load has no netcode clients to give Dial's conns; want Bare off with Dial")
+		}
+		if c.Sockets == SocketsShared {
+			return errors.New("bench: Dial gives each client its own conn; want SocketsAuto or SocketsPerClient")
+		}
+		c.Sockets = SocketsPerClient
+	}
 	switch c.Sockets {
 	case SocketsAuto:
 		c.Sockets = SocketsPerClient
@@ -477,6 +492,9 @@ func (l *Load) newClient(i int) (*loadClient, error) {
 	var own batchio.Conn
 	if len(l.workers) > 0 {
 		conn, err = l.workers[i%len(l.workers)].attach(i)
+	} else if l.cfg.Dial != nil {
+		own, err = l.cfg.Dial(i)
+		conn = own
 	} else {
 		// GSO (the default) groups only runs of equal datagrams to one
 		// address: a client's burst of payloads to its server.

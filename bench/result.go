@@ -193,14 +193,17 @@ type Result struct {
 	// fallback (asked for, but eBPF was unavailable: netbench -no-bpf).
 	SourceLimit string `json:"source_limit,omitempty"`
 
-	LoadSockets    string       `json:"load_sockets"` // shared or per-client
-	LoadWorkers    int          `json:"load_workers"` // goroutines driving shared sockets
-	LoadGOMAXPROCS int          `json:"load_gomaxprocs"`
-	LoadCPUs       []int        `json:"load_cpus,omitempty"`
-	GoVersion      string       `json:"go_version"`
-	Started        string       `json:"started"` // RFC 3339
-	Label          string       `json:"label"`   // legend text for plots
-	Curve          []CurvePoint `json:"curve"`
+	LoadSockets    string `json:"load_sockets"` // shared or per-client
+	LoadWorkers    int    `json:"load_workers"` // goroutines driving shared sockets
+	LoadGOMAXPROCS int    `json:"load_gomaxprocs"`
+	LoadCPUs       []int  `json:"load_cpus,omitempty"`
+	GoVersion      string `json:"go_version"`
+	Started        string `json:"started"` // RFC 3339
+	Label          string `json:"label"`   // legend text for plots
+	// Groups are the figures of each group of clients when the load mixes
+	// transports (netbench -webtransport): udp and webtransport.
+	Groups []GroupResult `json:"groups,omitempty"`
+	Curve  []CurvePoint  `json:"curve"`
 }
 
 // SetServer fills the server fields from a window measured by the server
@@ -335,6 +338,24 @@ func optPercent(p *float64) string {
 }
 
 // WriteSummary writes the human-readable table of r.
+// GroupResult is one group of a mixed load: its clients' echoes over the
+// window.
+type GroupResult struct {
+	Name      string      `json:"name"`
+	Clients   int         `json:"clients"`
+	Connected int         `json:"connected"`
+	Sent      uint64      `json:"sent"`
+	Received  uint64      `json:"received"`
+	LossRatio float64     `json:"loss_ratio"`
+	RTT       Percentiles `json:"rtt_us"`
+}
+
+// NewGroupResult summarizes a group's totals.
+func NewGroupResult(name string, t *LoadTotals) GroupResult {
+	return GroupResult{Name: name, Clients: t.Active, Connected: t.Connected, Sent: t.Sent, Received: t.Received,
+		LossRatio: t.LossRatio(), RTT: PercentilesOf(t.Hist)}
+}
+
 func (r *Result) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
@@ -386,6 +407,10 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		if r.KernelDropsPerS != nil {
 			row("kernel", "dropped %.0f/s before the server read them (shed requests, per-source limit, full queue)", *r.KernelDropsPerS)
 		}
+	}
+	for _, g := range r.Groups {
+		row("group "+g.Name, "%d connected of %d, loss %.4f%% (%d of %d), rtt p50 %.1f µs, p99 %.1f µs, max %.1f µs",
+			g.Connected, g.Clients, 100*g.LossRatio, g.Sent-min(g.Received, g.Sent), g.Sent, g.RTT.P50, g.RTT.P99, g.RTT.Max)
 	}
 	if f := r.ReliableLoad; f != nil {
 		row("reliable load", "%v", f)

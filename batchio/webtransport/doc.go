@@ -18,10 +18,14 @@
 //
 // Datagrams carry netcode packets unchanged. Nothing is trusted because it
 // arrived over TLS: the server applies the handshake, connect-token and
-// replay rules exactly as it does to UDP. What TLS does change is the
-// size: a QUIC datagram carries less than a UDP datagram (about 1,150 bytes
-// before path MTU discovery raises it), and a packet that does not fit is
-// dropped and counted (Stats.SendDropped, TransportStats.SendTooLarge).
+// replay rules exactly as it does to UDP. What QUIC does change is the
+// size: a WebTransport datagram carries less than a UDP datagram, about
+// 1,240 bytes on a new connection with quic-go's 1,280-byte packets (until
+// path MTU discovery raises it). netcode's largest packet, 1,225 bytes for
+// a 1,200-byte payload, fits; a browser or path with smaller QUIC packets
+// may not take it, and a packet that does not fit is dropped and counted
+// (Stats.SendDropped, TransportStats.SendTooLarge). Browser games should
+// keep payloads around 1,100 bytes or less.
 //
 // Everything a browser can make the Conn hold is bounded by Config: the
 // sessions, the sessions opened per second (overall and per remote IP),

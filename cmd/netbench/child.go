@@ -41,7 +41,11 @@ const (
 )
 
 type childReply struct {
-	Addr   string              `json:"addr,omitempty"`
+	Addr string `json:"addr,omitempty"`
+	// WTAddr and WTHash are the WebTransport listener's address and its
+	// certificate's SHA-256 in hex (-webtransport).
+	WTAddr string              `json:"wt_addr,omitempty"`
+	WTHash string              `json:"wt_hash,omitempty"`
 	Window *bench.ServerWindow `json:"window,omitempty"`
 	Err    string              `json:"err,omitempty"`
 }
@@ -55,6 +59,9 @@ type serverChild struct {
 	in   io.WriteCloser
 	dec  *json.Decoder
 	addr netip.AddrPort
+	// wtAddr and wtHash: the WebTransport listener (-webtransport).
+	wtAddr netip.AddrPort
+	wtHash [32]byte
 }
 
 func startChild(o *options, cpus []int) (*serverChild, error) {
@@ -69,7 +76,8 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 		"-shards", strconv.Itoa(o.shards), "-ipv6=" + strconv.FormatBool(o.ipv6), "-gso=" + strconv.FormatBool(o.gso),
 		"-decrypt-rate", strconv.Itoa(o.decryptRate), "-no-shed=" + strconv.FormatBool(o.noShed),
 		"-flood-kind", o.floodKind, "-source-limit", o.sourceLimit,
-		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst)}
+		"-source-rate", strconv.Itoa(o.sourceRate), "-source-burst", strconv.Itoa(o.sourceBurst),
+		"-webtransport", strconv.Itoa(o.webTransport)}
 	if len(cpus) > 0 {
 		args = append(args, "-server-cpus", joinInts(cpus))
 	}
@@ -105,6 +113,15 @@ func startChild(o *options, cpus []int) (*serverChild, error) {
 	r, err := c.reply()
 	if err == nil {
 		c.addr, err = netip.ParseAddrPort(r.Addr)
+	}
+	if err == nil && o.webTransport > 0 {
+		if c.wtAddr, err = netip.ParseAddrPort(r.WTAddr); err == nil {
+			var h []byte
+			if h, err = hex.DecodeString(r.WTHash); err == nil && len(h) != len(c.wtHash) {
+				err = fmt.Errorf("certificate hash %q", r.WTHash)
+			}
+			copy(c.wtHash[:], h)
+		}
 	}
 	if err != nil {
 		c.Close()
@@ -201,7 +218,12 @@ func runServerChild(o *options) error {
 		return fail(err)
 	}
 	defer srv.close()
-	if err := enc.Encode(childReply{Addr: srv.addr.String()}); err != nil {
+	hello := childReply{Addr: srv.addr.String()}
+	if srv.wt != nil {
+		h := srv.wt.CertificateHash()
+		hello.WTAddr, hello.WTHash = srv.wt.LocalAddr().String(), hex.EncodeToString(h[:])
+	}
+	if err := enc.Encode(hello); err != nil {
 		return err
 	}
 	var begin mark

@@ -98,6 +98,10 @@ type options struct {
 	gso           bool
 	key           []byte
 	protocolID    uint64
+	// webTransport is how many of the clients play over WebTransport
+	// (browser-like Go clients) against the server's WebTransport
+	// listener; the child opens one when it is above 0.
+	webTransport int
 }
 
 // durationValue is a flag that takes a Go duration ("10s", "1m") or a
@@ -172,6 +176,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load process to `FILE` and of the server child to FILE.server")
 	fs.StringVar(&o.tracePath, "trace", "", "write a Go execution trace of the load process to `FILE` and of the server child to FILE.server (go tool trace -pprof=sched FILE.server shows goroutines' waits for a CPU)")
+	fs.IntVar(&o.webTransport, "webtransport", 0, "`N` of the -clients play as browsers: WebTransport sessions (Go clients) to a WebTransport listener of the same server, the rest over UDP; each group's loss and round-trip percentiles are reported (echo mode; -clients N: all)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "", "internal: CPUs of the server child")
 	fs.Usage = func() {
@@ -218,8 +223,14 @@ func (o *options) check() error {
 	default:
 		return fmt.Errorf("-source-limit %q: want off, on or try", o.sourceLimit)
 	}
+	if o.webTransport < 0 || o.webTransport > o.clients {
+		return fmt.Errorf("-webtransport %d: want 0 to -clients (%d)", o.webTransport, o.clients)
+	}
 	if o.child {
 		return nil // the key and protocol come from the environment
+	}
+	if o.webTransport > 0 && (o.mode != "echo" || o.bare || o.reliable || o.target != "" || o.serve != "") {
+		return errors.New("-webtransport works with -mode echo (fixed or -sweep) against netbench's own server: not with -bare, -reliable, -target or -serve")
 	}
 	if o.sockets, err = bench.ParseLoadSockets(o.socketsArg); err != nil {
 		return fmt.Errorf("-sockets: %w", err)

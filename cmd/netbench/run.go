@@ -67,7 +67,7 @@ type runner struct {
 	o        *options
 	out      io.Writer // progress lines
 	child    *serverChild
-	load     *bench.Load
+	load     loader
 	server   netip.AddrPort
 	stop     chan struct{}
 	loadCPUs []int
@@ -148,7 +148,7 @@ func runBench(o *options) error {
 		cfg.Mode = bench.LoadGame
 		cfg.PayloadBytes, cfg.SnapshotBytes, cfg.TickHz = o.inputSize, o.size, o.tickHz
 	}
-	load, err := bench.NewLoad(cfg)
+	load, err := r.newLoads(cfg)
 	if err != nil {
 		return err
 	}
@@ -391,6 +391,9 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	res.CPUPressure = cpuPressure()
 	if o.mode == "game" {
 		r.gameResult(res, w)
+	}
+	if m, ok := r.load.(*mixedLoad); ok {
+		res.Groups = m.groups()
 	}
 	res.Label = o.label
 	if res.Label == "" {

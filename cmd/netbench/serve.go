@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/batchio"
+	"github.com/netcode-go/netcode/batchio/webtransport"
 	"github.com/netcode-go/netcode/bench"
 	"github.com/netcode-go/netcode/engine"
 )
@@ -42,6 +43,9 @@ type server struct {
 	mode  string // -recv
 	batch int
 	done  chan error
+	// wt is the WebTransport listener, a shard of the same engine
+	// server (-webtransport).
+	wt *webtransport.Conn
 }
 
 // slots is the server's client slots: a game sweep's most players, else
@@ -117,8 +121,20 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 		if !cfg.Manual {
 			cfg.SendQueueSize = cfg.EventQueueSize
 		}
-		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv)
+		var more []batchio.Conn
+		if o.webTransport > 0 {
+			wt, err := listenWebTransport(o, addr)
+			if err != nil {
+				return nil, err
+			}
+			s.wt = wt
+			more = append(more, s.wt)
+		}
+		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv, more...)
 		if err != nil {
+			if s.wt != nil {
+				s.wt.Close()
+			}
 			return nil, err
 		}
 		s.addr = srv.LocalAddrs()[0]
@@ -142,16 +158,16 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 // listenServer starts the engine server on shards sockets for -recv:
 // batchio's (mmsg, block) through engine.Listen, or bench's comparison
 // sockets (xnet, single, which ignore GSO) given to engine.NewServer.
-func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, recv string) (*engine.Server, error) {
+func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, recv string, more ...batchio.Conn) (*engine.Server, error) {
 	if recv != "xnet" && recv != "single" {
 		cfg.Shards = shards
-		return engine.Listen(cfg, sock, addr)
+		return engine.ListenWith(cfg, sock, []netip.AddrPort{addr}, more...)
 	}
 	conns, err := listenConns(sock, addr, shards, recv)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := engine.NewServer(cfg, conns...)
+	srv, err := engine.NewServer(cfg, append(conns, more...)...)
 	if err != nil {
 		for _, c := range conns {
 			c.Close()
@@ -188,7 +204,26 @@ func listenConns(sock batchio.Config, addr netip.AddrPort, shards int, recv stri
 
 func (s *server) close() error {
 	s.app.Stop()
-	return <-s.done
+	err := <-s.done
+	if s.wt != nil {
+		s.wt.Close()
+	}
+	return err
+}
+
+// listenWebTransport opens the WebTransport listener of -webtransport on
+// addr's loopback address. Its limits are a benchmark's: every player
+// connects from one IP, at once.
+func listenWebTransport(o *options, addr netip.AddrPort) (*webtransport.Conn, error) {
+	n := max(o.slots(), 1)
+	return webtransport.Listen(webtransport.Config{
+		Addr:        netip.AddrPortFrom(addr.Addr(), 0),
+		MaxSessions: n + 16, MaxPendingSessions: n + 16,
+		SessionsPerSecond: 1e6, SessionBurst: n + 16,
+		SessionsPerSecondPerIP: 1e6, SessionBurstPerIP: n + 16,
+		DatagramsPerSecond: 1e6, DatagramBurst: 1 << 16,
+		InboxSize: max(webtransport.DefaultInboxSize, 64*n),
+	})
 }
 
 // runServe is -serve ADDR: the server alone, until interrupted, with a

@@ -7,6 +7,11 @@
 //	netcode-token inspect [-key-file F] [-show-keys] [-json] [TOKEN | -]
 //	netcode-token serve -protocol HEX -key-file F -auth dev|bearer [-secrets-file F]
 //	                    -servers A,B | -health-servers URL=ADDR,... | -agones-url URL ...
+//	                    [-webtransport-server ADDR ... [-webtransport-cert-hash HEX ... | -webtransport-cert-hash-file F]]
+//
+// serve answers POST /token?transport=webtransport, for browsers, with a
+// token naming the -webtransport-server addresses and, in
+// certificate_hashes, the servers' certificate hashes for the page to pin.
 //
 // The private key is 64 hex digits, from -key-file or the environment
 // variable NETCODE_PRIVATE_KEY (-key-file wins). Tokens are printed as

@@ -37,6 +37,8 @@ type serveOptions struct {
 	logFormat, logLevel        string
 	devDirect                  bool
 	maxConns                   int
+	wtServers, wtHashes        listFlag
+	wtHashFile                 string
 }
 
 // selectorList is a repeatable -agones-selector flag: k=v[,k=v...].
@@ -76,6 +78,9 @@ func serveFlags() (*cli.FlagSet, *serveOptions) {
 	fs.StringVar(&o.agonesCA, "agones-ca", "", "with -agones-url: CA `FILE` (PEM) of the allocator's certificate (default: the system's)")
 	fs.StringVar(&o.agonesPort, "agones-port-name", backend.DefaultAgonesPortName, "with -agones-url: the `NAME` of the game server port clients dial")
 	fs.Var(&o.agonesSelectors, "agones-selector", "with -agones-url: `LABELS` (label=value[,label=value]) of game servers to allocate; repeat to try several in order")
+	fs.Var(&o.wtServers, "webtransport-server", "a server's WebTransport `ADDR` (PUBLIC[/INTERNAL]; repeat, or a comma list, in order of preference): requests with ?transport=webtransport get tokens naming these, for browsers")
+	fs.Var(&o.wtHashes, "webtransport-cert-hash", "SHA-256 (64 `HEX` digits) of a WebTransport server's certificate, handed out as certificate_hashes for the page's serverCertificateHashes; repeat for several")
+	fs.StringVar(&o.wtHashFile, "webtransport-cert-hash-file", "", "`FILE` of certificate hashes, one per line (netcode-server -webtransport-hash-file writes it), read again when it changes")
 	fs.Float(&o.rate, "rate", backend.DefaultRatePerSecond, 0, 1e6, "tokens per second per client id, a `RATE` above 0 up to 1000000")
 	fs.Int(&o.burst, "burst", backend.DefaultRateBurst, 1, 1<<20, fmt.Sprintf("`N` tokens a client id may get at once, 1 to %d", 1<<20))
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM); tokens hold the client's session keys in the clear, so serve plain HTTP only behind a TLS proxy or on loopback")
@@ -139,6 +144,9 @@ func runServe(e *env, args []string) error {
 	logger := newLogger(o.logFormat, o.logLevel, e.stderr)
 	cfg, err := serveConfig(e, o)
 	if err != nil {
+		return err
+	}
+	if cfg.WebTransport, err = webTransportConfig(o, logger); err != nil {
 		return err
 	}
 	b := cli.Build()
