@@ -48,6 +48,8 @@ type options struct {
 	sourceLimit    string
 	sourceRate     int
 	sourceBurst    int
+	xdp            string
+	xdpIf          string
 
 	webTransport       netip.AddrPort // zero: none
 	webTransportPublic netip.AddrPort
@@ -92,6 +94,7 @@ var (
 	logFormatChoices = []string{"json", "text"}
 	logLevelChoices  = []string{"debug", "info", "warn", "error"}
 	limitChoices     = []string{"off", "on", "try"}
+	xdpChoices       = []string{"off", "native", "generic", "try"}
 )
 
 // maxSourceRate bounds -source-rate and -source-burst (batchio allows
@@ -125,6 +128,9 @@ func flagSet(o *options) *cli.FlagSet {
 		fmt.Sprintf("with -source-limit, the datagrams per second one source address and port may send, `N` from 1 to %d", maxSourceRate))
 	fs.Int(&o.sourceBurst, "source-burst", batchio.DefaultSourceBurst, 1, maxSourceRate,
 		fmt.Sprintf("with -source-limit, the datagrams one source may send at once, `N` from 1 to %d", maxSourceRate))
+	fs.Choice(&o.xdp, "xdp", "off", xdpChoices,
+		"datagram path: off (sockets), or AF_XDP with an XDP program on -xdp-if attached native, generic, or try (native, else generic, else sockets); Linux, root")
+	fs.StringVar(&o.xdpIf, "xdp-if", "", "the network `INTERFACE` -xdp attaches to (the one the bind address arrives on)")
 	addrOrOff := func(s string) (netip.AddrPort, error) {
 		if s == "" || s == "off" {
 			return netip.AddrPort{}, nil
@@ -168,6 +174,9 @@ func parseFlags(args []string, getenv func(string) string, stdout io.Writer) (*o
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected arguments %q; every setting is a flag", fs.Args())
 	}
+	if (o.xdp == "off") != (o.xdpIf == "") {
+		return nil, usagef("-xdp %s with -xdp-if %q: give both (an AF_XDP mode and the interface) or neither", o.xdp, o.xdpIf)
+	}
 	return o, nil
 }
 
@@ -201,11 +210,15 @@ func game(s string) (dedicated.Game, error) {
 	return nil, usagef("-game %q: want echo or relay", s)
 }
 
-// socketConfig reads -source-limit, -source-rate and -source-burst.
+// socketConfig reads -source-limit, -source-rate, -source-burst, -xdp and
+// -xdp-if.
 func socketConfig(o *options) batchio.Config {
 	var c batchio.Config
 	if o.sourceLimit != "off" {
 		c.SourceLimit = batchio.SourceLimit{Rate: o.sourceRate, Burst: o.sourceBurst, Optional: o.sourceLimit == "try"}
+	}
+	if mode, err := batchio.ParseXDPMode(o.xdp); err == nil && mode != batchio.XDPOff { // checked as a choice
+		c.XDP = batchio.XDP{Mode: mode, Interface: o.xdpIf}
 	}
 	return c
 }

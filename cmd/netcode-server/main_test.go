@@ -60,6 +60,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		"NETCODE_WEBTRANSPORT": "127.0.0.1:4433", "NETCODE_WEBTRANSPORT_PUBLIC": "203.0.113.1:443",
 		"NETCODE_WEBTRANSPORT_CERT": "/c", "NETCODE_WEBTRANSPORT_KEY": "/ck", "NETCODE_WEBTRANSPORT_HASH_FILE": "/h",
 		"NETCODE_WEBTRANSPORT_ORIGIN": "https://a.example, https://b.example",
+		"NETCODE_XDP":                 "generic", "NETCODE_XDP_IF": "veth0",
 	}
 	o, err := parseFlags([]string{"-max-clients", "9", "-bind", "127.0.0.2:5"}, envOf(env), io.Discard)
 	if err != nil {
@@ -69,11 +70,11 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		o.drainGrace, o.tokenLifetime, o.agones, o.agonesTracking, o.agonesPort, o.game, o.tick, o.logFormat, o.logLevel,
 		o.gameStall, o.sourceLimit, o.sourceRate, o.sourceBurst,
 		o.webTransport.String(), o.webTransportPublic.String(), o.webTransportCert, o.webTransportKey, o.webTransportHash,
-		strings.Join(o.webTransportOrigin, " ")}
+		strings.Join(o.webTransportOrigin, " "), o.xdp, o.xdpIf}
 	want := []any{"127.0.0.2:5", "203.0.113.1:1000", "abc", "/k", 9, 3, "127.0.0.1:9",
 		5 * time.Second, 60 * time.Second, true, "list", "game", "relay", 60.0, "json", "debug",
 		2 * time.Second, "try", 500, 50,
-		"127.0.0.1:4433", "203.0.113.1:443", "/c", "/ck", "/h", "https://a.example https://b.example"}
+		"127.0.0.1:4433", "203.0.113.1:443", "/c", "/ck", "/h", "https://a.example https://b.example", "generic", "veth0"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("option %d: %v; want %v", i, got[i], want[i])
@@ -261,5 +262,28 @@ func TestSourceLimitFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-source-limit", "yes"}, envOf(nil), io.Discard); err == nil {
 		t.Error("-source-limit yes accepted; want off, on or try")
+	}
+}
+
+// TestXDPFlags: -xdp and -xdp-if set the socket's AF_XDP path, together
+// or not at all.
+func TestXDPFlags(t *testing.T) {
+	o, err := parseFlags([]string{"-xdp", "native", "-xdp-if", "eth1"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := socketConfig(o).XDP; got != (batchio.XDP{Mode: batchio.XDPNative, Interface: "eth1"}) {
+		t.Errorf("-xdp native -xdp-if eth1: %+v", got)
+	}
+	if o, err = parseFlags(nil, envOf(map[string]string{"NETCODE_XDP": "try", "NETCODE_XDP_IF": "eth2"}), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := socketConfig(o).XDP; got != (batchio.XDP{Mode: batchio.XDPTry, Interface: "eth2"}) {
+		t.Errorf("NETCODE_XDP=try NETCODE_XDP_IF=eth2: %+v", got)
+	}
+	for _, args := range [][]string{{"-xdp", "native"}, {"-xdp-if", "eth1"}, {"-xdp", "fast", "-xdp-if", "eth1"}} {
+		if _, err := parseFlags(args, envOf(nil), io.Discard); err == nil {
+			t.Errorf("%q accepted; want an error", args)
+		}
 	}
 }
