@@ -143,7 +143,13 @@ type XDPStats struct {
 	// PartialChecksum counts datagrams taken whose UDP checksum was left
 	// to offload by a virtual device (see the frame parser).
 	PartialChecksum uint64
-	RxDropped       uint64 // the kernel's count of frames dropped for a full receive ring or fill ring
+	// RxDropped is the kernel's count of frames for the socket it
+	// dropped: RxRingFull, RxFillEmpty and the rest (a frame too large
+	// for a UMEM frame) added up.
+	RxDropped   uint64
+	RxRingFull  uint64 // dropped for a full receive ring (the reader fell behind)
+	RxFillEmpty uint64 // dropped for an empty fill ring (no frame to receive into)
+	TxInvalid   uint64 // transmit descriptors the kernel refused
 }
 
 // XDPStatsReader is a conn on the AF_XDP path.

@@ -51,6 +51,31 @@ type ServerWindow struct {
 	// Reliable is the server's reliable endpoints' figures (its echoes
 	// or snapshots), with netbench -reliable.
 	Reliable *ReliableFigures `json:"reliable,omitempty"`
+	// XDP is the window's counts of the server's AF_XDP path (netbench
+	// -xdp) by name: the kernel's drops for its sockets (rx_dropped,
+	// rx_ring_full, rx_fill_empty), sends dropped for want of a frame
+	// (no_frame), its interface's drops (link_rx_dropped,
+	// link_tx_dropped), and the datagrams that took the kernel socket.
+	XDP map[string]uint64 `json:"xdp,omitempty"`
+}
+
+// XDPLine is the AF_XDP counters of w that are not zero, "name n, ...",
+// sorted by name, or "no drops" if there are none; "" without XDP.
+func (w *ServerWindow) XDPLine() string {
+	if w == nil || w.XDP == nil {
+		return ""
+	}
+	var f []string
+	for k, v := range w.XDP {
+		if v > 0 {
+			f = append(f, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	if len(f) == 0 {
+		return "no drops"
+	}
+	slices.Sort(f)
+	return strings.Join(f, ", ")
 }
 
 // Step is one offered load of a sweep.
@@ -427,6 +452,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			slices.Sort(wt)
 			row("webtransport", "since start: %s", cmp.Or(strings.Join(wt, ", "), "no drops"))
 		}
+	}
+	if l := r.Server.XDPLine(); l != "" {
+		row("server xdp", "%s (the window's AF_XDP counters)", l)
 	}
 	for _, g := range r.Groups {
 		row("group "+g.Name, "%d connected of %d, loss %.4f%% (%d of %d), rtt p50 %.1f µs, p99 %.1f µs, max %.1f µs",

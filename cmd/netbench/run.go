@@ -757,9 +757,9 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 			lastTried = w
 			st = gameStepOf(w, r.o.tickHz)
 			steps = append(steps, st)
-			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, %s  %s\n",
+			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, %s  %s%s\n",
 				len(steps), n, w.tot.Connected, st.TargetPPS, st.DeliveredPPS, 100*st.LossRatio, w.tot.ClientsWithLoss, st.P99Micros,
-				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st))
+				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st), xdpNote(w.server))
 			if st.Sustained {
 				best = w
 				break
@@ -784,6 +784,15 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 		res.MaxPlayers, res.LoadLimited = nil, why
 	}
 	return res, &best.tot, nil
+}
+
+// xdpNote is a step line's tail of the server's AF_XDP counters, if it
+// has them.
+func xdpNote(s *bench.ServerWindow) string {
+	if l := s.XDPLine(); l != "" {
+		return "  [xdp: " + l + "]"
+	}
+	return ""
 }
 
 func skipped(s *bench.ServerWindow) string {
