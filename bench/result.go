@@ -99,6 +99,9 @@ type Step struct {
 	ServerWaitRatio *float64 `json:"server_wait_ratio"`
 	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
 	Saturated       string   `json:"saturated"`
+	// XDP is the server's AF_XDP counters of the step's window that are
+	// not zero (ServerWindow.XDPLine), with netbench -xdp.
+	XDP string `json:"xdp,omitempty"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
@@ -507,6 +510,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			verdict := "ok"
 			if !s.Sustained {
 				verdict = s.Why
+			}
+			if s.XDP != "" {
+				verdict += "  [xdp: " + s.XDP + "]"
 			}
 			v := s.RateHz
 			if r.MaxPlayers != nil {

@@ -853,6 +853,7 @@ func setRatios(st *bench.Step, w *window) {
 	st.ServerCPURatio, st.ServerWaitRatio = r.ServerCPURatio, r.ServerWaitRatio
 	st.LoadCPURatio, st.LoadWaitRatio = r.LoadCPURatio, r.LoadWaitRatio
 	st.Saturated = bench.Saturation(st.ServerCPURatio, st.ServerWaitRatio, st.LoadCPURatio, st.LoadWaitRatio, w.tot.SendLag)
+	st.XDP = w.server.XDPLine()
 }
 
 func stepOf(w *window) bench.Step {
