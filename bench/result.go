@@ -55,7 +55,9 @@ type ServerWindow struct {
 	// -xdp) by name: the kernel's drops for its sockets (rx_dropped,
 	// rx_ring_full, rx_fill_empty), sends dropped for want of a frame
 	// (no_frame), its interface's drops (link_rx_dropped,
-	// link_tx_dropped), and the datagrams that took the kernel socket.
+	// link_tx_dropped), on the testbed the load's interface's
+	// tx_dropped (load_link_tx_dropped: a native-mode veth's full
+	// 256-frame ring), and the datagrams that took the kernel socket.
 	XDP map[string]uint64 `json:"xdp,omitempty"`
 }
 

@@ -11,9 +11,10 @@ import (
 
 // xdpCounters is what the server's AF_XDP conns counted since they were
 // opened, added up, by name, with the drops of their interface (a veth
-// in native mode counts the frames its 256-frame ring had no room for
-// as rx_dropped): where a datagram on the AF_XDP path can be lost
-// before the server reads it or after it wrote it. Nil without -xdp.
+// counts as rx_dropped the frames its program could not hand to a
+// socket, the socket's drops again): where a datagram on the AF_XDP
+// path can be lost before the server reads it or after it wrote it.
+// Nil without -xdp.
 func xdpCounters(s *server) map[string]uint64 {
 	if len(s.xdp) == 0 {
 		return nil
@@ -54,6 +55,27 @@ func linkCounter(ifname, name string) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return v, err == nil
+}
+
+// linksTxDropped is the tx_dropped of every interface but loopback in
+// the process's network namespace, added up: on the testbed, the load's
+// end of the veth pair, which counts what the server's end had no room
+// for in native mode (its ring of 256 frames).
+func linksTxDropped() (uint64, bool) {
+	ents, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return 0, false
+	}
+	var sum uint64
+	for _, e := range ents {
+		if e.Name() == "lo" {
+			continue
+		}
+		if v, ok := linkCounter(e.Name(), "tx_dropped"); ok {
+			sum += v
+		}
+	}
+	return sum, true
 }
 
 // counterDelta is end minus begin, name by name (nil if end is).
