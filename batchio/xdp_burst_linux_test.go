@@ -42,6 +42,12 @@ func roleXDPBurst(t *testing.T) {
 	}
 	defer c.Close()
 	xs := c.(XDPStatsReader)
+	// The send buffer has room for every send frame: a full one stops a
+	// send call (copy mode) with the rest of the ring unsent.
+	fd := c.(*xdpConn).x.fd
+	if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF); err != nil || v < defaultXDPFrames/2*XDPFrameSize {
+		t.Fatalf("AF_XDP send buffer %d bytes (%v); want room for %d frames of %d", v, err, defaultXDPFrames/2, XDPFrameSize)
+	}
 	say("ready %d", c.LocalAddr().Port())
 	time.Sleep(burstStall)
 	in := makeMsgs(64, 2048)

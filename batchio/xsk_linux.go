@@ -136,6 +136,18 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 	// (default 32, Linux 6.16+ lets it be raised): a whole ring's worth
 	// saves the calls a batch of 64 or more would otherwise take.
 	unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, half)
+	// In copy mode each frame sent is a socket buffer charged to the
+	// socket's send buffer until the receiver is done with it (on a veth
+	// the peer's core, when it gets to it); a full send buffer stops the
+	// send call with the rest of the ring unsent until the next write.
+	// The default (about 400 KiB, 300 frames) stalled a game tick's
+	// snapshots behind a receiver a little behind: room for every send
+	// frame instead. As root (CAP_NET_ADMIN, which AF_XDP needs too)
+	// past net.core.wmem_max.
+	sndbuf := (frames - half) * xskSendTruesize
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sndbuf) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf)
+	}
 	var opts struct{ flags uint32 }
 	optlen = uint32(unsafe.Sizeof(opts))
 	if _, _, e := syscall.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_OPTIONS,
@@ -144,6 +156,11 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 	}
 	return x, nil
 }
+
+// xskSendTruesize bounds what the kernel charges for one frame sent in
+// copy mode: the frame's data (up to XDPFrameSize) and the socket
+// buffer's own structures.
+const xskSendTruesize = 2 * XDPFrameSize
 
 func (r *xskRing) mmap(fd int, pgoff int64, off *unix.XDPRingOffset, n int, desc bool) error {
 	entry := 8
