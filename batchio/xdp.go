@@ -92,8 +92,13 @@ type XDP struct {
 	// unless Mode is XDPOff).
 	Interface string
 	// Frames is the number of UMEM frames of each socket, half for
-	// receiving and half for sending (default 4096, a power of two from
-	// 64 to 65536). Each is XDPFrameSize bytes.
+	// receiving and half for sending (default 16384, a power of two from
+	// 64 to 65536). Each is XDPFrameSize bytes: the default takes 32 MiB
+	// per socket, locked in memory. The receive half is all a reader
+	// that falls behind (descheduled, or busy with a game tick) has
+	// before the kernel drops (XDPStats.RxFillEmpty); the send half is
+	// all a burst of writes has before the peer's side of the link has
+	// taken them (XDPStats.NoFrame).
 	Frames int
 }
 
@@ -101,7 +106,13 @@ type XDP struct {
 // 1,500 fits, with the kernel's headroom.
 const XDPFrameSize = 2048
 
-const defaultXDPFrames = 4096
+// defaultXDPFrames gives a socket 8,192 receive frames, near the
+// default 4 MiB socket buffer's hold (about 10,000 small datagrams: the
+// kernel doubles it, and each takes some 830 bytes), so a reader
+// stalled for a while loses about as little on the AF_XDP path as on
+// the socket path. 2,048, the old default, overflowed in game sweeps on
+// a busy machine at 1,000 players.
+const defaultXDPFrames = 16384
 
 // ErrXDPUnsupported is wrapped by the errors of an AF_XDP listen that the
 // system cannot serve: not Linux, no XDP in the interface's driver for
@@ -143,7 +154,13 @@ type XDPStats struct {
 	// PartialChecksum counts datagrams taken whose UDP checksum was left
 	// to offload by a virtual device (see the frame parser).
 	PartialChecksum uint64
-	RxDropped       uint64 // the kernel's count of frames dropped for a full receive ring or fill ring
+	// RxDropped is the kernel's count of frames for the socket it
+	// dropped: RxRingFull, RxFillEmpty and the rest (a frame too large
+	// for a UMEM frame) added up.
+	RxDropped   uint64
+	RxRingFull  uint64 // dropped for a full receive ring (the reader fell behind)
+	RxFillEmpty uint64 // dropped for an empty fill ring (no frame to receive into)
+	TxInvalid   uint64 // transmit descriptors the kernel refused
 }
 
 // XDPStatsReader is a conn on the AF_XDP path.

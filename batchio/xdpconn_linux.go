@@ -496,7 +496,11 @@ func (c *xdpConn) XDPStats() XDPStats {
 	}
 	s.ZeroCopy = c.x.zeroCopy
 	st := c.x.statistics()
-	s.RxDropped = st.Rx_dropped + st.Rx_ring_full + st.Rx_fill_ring_empty_descs
+	// The kernel's rx_dropped counts a frame dropped for an empty fill
+	// ring (as well as in rx_fill_ring_empty_descs), not one dropped for
+	// a full receive ring.
+	s.RxDropped = st.Rx_dropped + st.Rx_ring_full
+	s.RxRingFull, s.RxFillEmpty, s.TxInvalid = st.Rx_ring_full, st.Rx_fill_ring_empty_descs, st.Tx_invalid_descs
 	return s
 }
 

@@ -136,6 +136,18 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 	// (default 32, Linux 6.16+ lets it be raised): a whole ring's worth
 	// saves the calls a batch of 64 or more would otherwise take.
 	unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, half)
+	// In copy mode each frame sent is a socket buffer charged to the
+	// socket's send buffer until the receiver is done with it (on a veth
+	// the peer's core, when it gets to it); a full send buffer stops the
+	// send call with the rest of the ring unsent until the next write.
+	// The default (about 400 KiB, 300 frames) stalled a game tick's
+	// snapshots behind a receiver a little behind: room for every send
+	// frame instead. As root (CAP_NET_ADMIN, which AF_XDP needs too)
+	// past net.core.wmem_max.
+	sndbuf := (frames - half) * xskSendTruesize
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sndbuf) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf)
+	}
 	var opts struct{ flags uint32 }
 	optlen = uint32(unsafe.Sizeof(opts))
 	if _, _, e := syscall.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_OPTIONS,
@@ -144,6 +156,11 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 	}
 	return x, nil
 }
+
+// xskSendTruesize bounds what the kernel charges for one frame sent in
+// copy mode: the frame's data (up to XDPFrameSize) and the socket
+// buffer's own structures.
+const xskSendTruesize = 2 * XDPFrameSize
 
 func (r *xskRing) mmap(fd int, pgoff int64, off *unix.XDPRingOffset, n int, desc bool) error {
 	entry := 8
@@ -214,29 +231,46 @@ func (x *xsk) reclaim() {
 }
 
 // kick makes the kernel send the transmit ring (always needed in copy
-// mode, where sending happens in this call). It reports a hard error;
-// EAGAIN, EBUSY and ENOBUFS mean the kernel is behind and will be asked
-// again on the next kick.
+// mode, where sending happens in this call). In copy mode it goes on
+// until the ring is empty: what is left waits for the next write, a
+// game's next tick. The call stops early with EAGAIN when its budget
+// runs out or the completion ring is full (reaped here), with EBUSY
+// when the device dropped a frame (the link's tx_dropped; the rest are
+// still queued), with ENOBUFS when no buffer could be had; each is
+// retried while the kernel takes frames, at most kickTries calls. It
+// reports a hard error.
 func (x *xsk) kick() syscall.Errno {
-	for range 4 {
+	stuck := 0
+	for range kickTries {
+		before := atomic.LoadUint32(x.tx.consumer)
 		_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
 			return 0
-		case unix.EAGAIN:
-			// The call's budget ran out with descriptors left (copy
-			// mode): go on while the kernel takes them.
-			if atomic.LoadUint32(x.tx.consumer) == x.tx.prod {
-				return 0
-			}
-		case unix.EBUSY, unix.ENOBUFS, unix.EINTR:
-			return 0
+		case unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
 		default:
 			return e
+		}
+		after := atomic.LoadUint32(x.tx.consumer)
+		if after == x.tx.prod {
+			return 0
+		}
+		if after == before {
+			// No progress: a full completion ring frees up as it is
+			// reaped; else the kernel is behind, and the next kick
+			// asks again.
+			if stuck++; stuck > 1 {
+				return 0
+			}
+			x.reclaim()
 		}
 	}
 	return 0
 }
+
+// kickTries bounds the send calls of one kick: a call sends the whole
+// ring (XDP_MAX_TX_SKB_BUDGET), or 32 frames on kernels before 6.16.
+const kickTries = 16
 
 // wakeFill tells the kernel there are frames in the fill ring again, if
 // it asked to be told.

@@ -51,6 +51,33 @@ type ServerWindow struct {
 	// Reliable is the server's reliable endpoints' figures (its echoes
 	// or snapshots), with netbench -reliable.
 	Reliable *ReliableFigures `json:"reliable,omitempty"`
+	// XDP is the window's counts of the server's AF_XDP path (netbench
+	// -xdp) by name: the kernel's drops for its sockets (rx_dropped,
+	// rx_ring_full, rx_fill_empty), sends dropped for want of a frame
+	// (no_frame), its interface's drops (link_rx_dropped,
+	// link_tx_dropped), on the testbed the load's interface's
+	// tx_dropped (load_link_tx_dropped: a native-mode veth's full
+	// 256-frame ring), and the datagrams that took the kernel socket.
+	XDP map[string]uint64 `json:"xdp,omitempty"`
+}
+
+// XDPLine is the AF_XDP counters of w that are not zero, "name n, ...",
+// sorted by name, or "no drops" if there are none; "" without XDP.
+func (w *ServerWindow) XDPLine() string {
+	if w == nil || w.XDP == nil {
+		return ""
+	}
+	var f []string
+	for k, v := range w.XDP {
+		if v > 0 {
+			f = append(f, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	if len(f) == 0 {
+		return "no drops"
+	}
+	slices.Sort(f)
+	return strings.Join(f, ", ")
 }
 
 // Step is one offered load of a sweep.
@@ -74,6 +101,9 @@ type Step struct {
 	ServerWaitRatio *float64 `json:"server_wait_ratio"`
 	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
 	Saturated       string   `json:"saturated"`
+	// XDP is the server's AF_XDP counters of the step's window that are
+	// not zero (ServerWindow.XDPLine), with netbench -xdp.
+	XDP string `json:"xdp,omitempty"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
@@ -428,6 +458,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			row("webtransport", "since start: %s", cmp.Or(strings.Join(wt, ", "), "no drops"))
 		}
 	}
+	if l := r.Server.XDPLine(); l != "" {
+		row("server xdp", "%s (the window's AF_XDP counters)", l)
+	}
 	for _, g := range r.Groups {
 		row("group "+g.Name, "%d connected of %d, loss %.4f%% (%d of %d), rtt p50 %.1f µs, p99 %.1f µs, max %.1f µs",
 			g.Connected, g.Clients, 100*g.LossRatio, g.Sent-min(g.Received, g.Sent), g.Sent, g.RTT.P50, g.RTT.P99, g.RTT.Max)
@@ -479,6 +512,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			verdict := "ok"
 			if !s.Sustained {
 				verdict = s.Why
+			}
+			if s.XDP != "" {
+				verdict += "  [xdp: " + s.XDP + "]"
 			}
 			v := s.RateHz
 			if r.MaxPlayers != nil {

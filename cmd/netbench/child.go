@@ -251,6 +251,7 @@ func runServerChild(o *options) error {
 		relSrv = e.Server()
 	}
 	var relBegin, relEnd bench.ReliableMark
+	var xdpBegin map[string]uint64    // the AF_XDP path's counters at the window's begin
 	var relSend [2]bench.ReliableMark // at the marks: the packets the app sent
 	marks := 0
 	sc := bufio.NewScanner(os.Stdin)
@@ -269,6 +270,7 @@ func runServerChild(o *options) error {
 				relBegin.ReadServer(relSrv)
 			}
 			marks = 0
+			xdpBegin = xdpCounters(srv)
 			begin = m.take(srv.app, true)
 		case "mark":
 			// Inside the window: read first, and answer without encoding,
@@ -282,6 +284,7 @@ func runServerChild(o *options) error {
 		case "end":
 			end := m.take(srv.app, false)
 			w := serverWindow(&begin, &end)
+			w.XDP = counterDelta(xdpBegin, xdpCounters(srv))
 			if relSrv != nil {
 				relEnd.ReadServer(relSrv)
 				sb, se := &relBegin, &relEnd // no marks: lead and drain's keep-alives count too

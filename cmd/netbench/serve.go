@@ -47,6 +47,10 @@ type server struct {
 	// wt is the WebTransport listener, a shard of the same engine
 	// server (-webtransport).
 	wt *webtransport.Conn
+	// xdp is the server's conns on the AF_XDP path (-xdp), opened here
+	// so that their counters can be read, and xdpIf their interface.
+	xdp   []batchio.Conn
+	xdpIf string
 }
 
 // slots is the server's client slots: a game sweep's most players, else
@@ -134,7 +138,14 @@ func startServer(o *options, addr netip.AddrPort) (*server, error) {
 			s.wt = wt
 			more = append(more, s.wt)
 		}
-		srv, err := listenServer(cfg, sock, addr, max(o.shards, 1), o.recv, more...)
+		var srv *engine.Server
+		var err error
+		if sock.XDP.Mode != batchio.XDPOff && o.recv != "xnet" && o.recv != "single" {
+			srv, s.xdp, err = listenXDPServer(cfg, sock, addr, max(o.shards, 1), more...)
+			s.xdpIf = sock.XDP.Interface
+		} else {
+			srv, err = listenServer(cfg, sock, addr, max(o.shards, 1), o.recv, more...)
+		}
 		if err != nil {
 			if s.wt != nil {
 				s.wt.Close()
@@ -184,6 +195,24 @@ func listenServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrP
 	return srv, nil // the comparison sockets live as long as the process
 }
 
+// listenXDPServer starts the engine server on shards conns of the AF_XDP
+// path, which it returns too: engine.Listen would open the same, but
+// keep them from the reports' XDP counters.
+func listenXDPServer(cfg engine.ServerConfig, sock batchio.Config, addr netip.AddrPort, shards int, more ...batchio.Conn) (*engine.Server, []batchio.Conn, error) {
+	conns, err := batchio.ListenGroup(addr, shards, sock)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := engine.NewServer(cfg, append(conns[:len(conns):len(conns)], more...)...)
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, nil, err
+	}
+	return srv, conns, nil
+}
+
 // listenConns opens shards sockets of -recv on addr (SO_REUSEPORT when
 // there are several).
 func listenConns(sock batchio.Config, addr netip.AddrPort, shards int, recv string) ([]batchio.Conn, error) {
@@ -218,6 +247,9 @@ func (s *server) close() error {
 	err := <-s.done
 	if s.wt != nil {
 		s.wt.Close()
+	}
+	for _, c := range s.xdp {
+		c.Close() // the engine server closes only the conns it opened
 	}
 	return err
 }
