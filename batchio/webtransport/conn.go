@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -601,8 +602,11 @@ func (c *Conn) TransportStats() Stats {
 	return st
 }
 
-// Close closes every session and QUIC connection and the socket, and
-// returns when every goroutine of the conn has ended.
+// Close lets the datagrams the sessions' writers hold leave, for at most
+// closeFlush (a server writes its last packets, netcode's disconnects,
+// just before it closes its conns), then closes every session and QUIC
+// connection and the socket, and returns when every goroutine of the conn
+// has ended.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed.Swap(true) {
@@ -615,6 +619,7 @@ func (c *Conn) Close() error {
 	}
 	c.mu.Unlock()
 	close(c.done)
+	flushSends(sessions)
 	for _, s := range sessions {
 		s.wt.CloseWithError(ErrorCodeShutdown, "server closing")
 	}
@@ -625,4 +630,26 @@ func (c *Conn) Close() error {
 	c.udp.Close()
 	c.wg.Wait()
 	return err
+}
+
+// closeFlush bounds how long Close waits for queued datagrams, and
+// closeLinger how long it then gives QUIC to put them in packets: closing
+// a connection drops the datagrams it has not sent.
+const (
+	closeFlush  = 100 * time.Millisecond
+	closeLinger = 10 * time.Millisecond
+)
+
+// flushSends waits, up to closeFlush, until no session's writer holds a
+// datagram, then lingers so that QUIC sends them.
+func flushSends(sessions []*session) {
+	if len(sessions) == 0 {
+		return
+	}
+	for deadline := time.Now().Add(closeFlush); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if !slices.ContainsFunc(sessions, (*session).unsent) {
+			break
+		}
+	}
+	time.Sleep(closeLinger)
 }

@@ -38,6 +38,7 @@ type session struct {
 	lastRecv atomic.Int64 // c.clock() of the last datagram from the browser
 	lastSend atomic.Int64 // c.clock() of the last datagram to it
 	answered atomic.Bool  // the server has sent it a datagram
+	sending  atomic.Bool  // the writer holds a datagram it has not handed to QUIC yet
 	closed   atomic.Bool
 	closeOne sync.Once
 }
@@ -64,7 +65,9 @@ func (s *session) writeLoop() {
 			s.drain()
 			return
 		case b := <-s.send:
+			s.sending.Store(true)
 			err := s.wt.SendDatagram(b)
+			s.sending.Store(false)
 			sendBufs.Put((*[maxSendSize]byte)(b[:maxSendSize]))
 			if err != nil {
 				if _, ok := errors.AsType[*quic.DatagramTooLargeError](err); ok {
@@ -76,6 +79,10 @@ func (s *session) writeLoop() {
 		}
 	}
 }
+
+// unsent reports whether the session has datagrams its writer has not
+// handed to QUIC.
+func (s *session) unsent() bool { return len(s.send) > 0 || s.sending.Load() }
 
 // drain returns the buffers of datagrams that will not be sent.
 func (s *session) drain() {
