@@ -33,12 +33,9 @@ type ClientConn struct {
 	server netip.AddrPort
 	local  netip.AddrPort
 
-	recv  chan []byte
-	send  chan []byte
-	ready chan struct{}
-	woken atomic.Bool
-	done  chan struct{}
-	timer *time.Timer
+	recv chan []byte
+	send chan []byte
+	parker
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -96,8 +93,7 @@ func dial(ctx context.Context, rawURL string, hdr http.Header, certHashes [][32]
 	}
 	c := &ClientConn{sess: sess, tr: tr, server: server,
 		recv: make(chan []byte, clientQueue), send: make(chan []byte, clientQueue),
-		ready: make(chan struct{}, 1), done: make(chan struct{}), timer: time.NewTimer(time.Hour)}
-	c.timer.Stop()
+		parker: newParker()}
 	if a, ok := sess.LocalAddr().(*net.UDPAddr); ok {
 		c.local = a.AddrPort()
 	}
@@ -125,10 +121,7 @@ func (c *ClientConn) readLoop() {
 		}
 		select {
 		case c.recv <- b:
-			select {
-			case c.ready <- struct{}{}:
-			default:
-			}
+			c.notify()
 		default:
 			c.dropped.Add(1)
 		}
@@ -145,6 +138,7 @@ func (c *ClientConn) writeLoop() {
 			if c.sess.SendDatagram(b) != nil {
 				c.dropped.Add(1)
 			}
+			sendBufs.Put((*[maxSendSize]byte)(b[:maxSendSize]))
 		}
 	}
 }
@@ -192,14 +186,16 @@ func (c *ClientConn) WriteBatch(msgs []batchio.Message) (int, error) {
 	sent := 0
 	for i := range msgs {
 		m := &msgs[i]
-		if netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port()) != c.server || m.N < 0 || m.N > len(m.Buf) {
+		if netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port()) != c.server || m.N < 0 || m.N > len(m.Buf) || m.N > maxSendSize {
 			c.dropped.Add(1)
 			continue
 		}
+		buf := sendBufs.Get().(*[maxSendSize]byte)
 		select {
-		case c.send <- bytes.Clone(m.Buf[:m.N]):
+		case c.send <- buf[:copy(buf[:], m.Buf[:m.N])]:
 			sent++
 		default:
+			sendBufs.Put(buf)
 			c.dropped.Add(1)
 		}
 	}
@@ -213,41 +209,8 @@ func (c *ClientConn) WaitRead(deadline time.Time) error {
 	if c.closed.Load() {
 		return batchio.ErrClosed
 	}
-	select {
-	case <-c.ready:
-	default:
-	}
-	if c.woken.Swap(false) || len(c.recv) > 0 {
-		return nil
-	}
-	var timeout <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return nil
-		}
-		c.timer.Reset(d)
-		defer c.timer.Stop()
-		timeout = c.timer.C
-	}
-	select {
-	case <-c.ready:
-		c.woken.Store(false)
-	case <-c.done:
-		return batchio.ErrClosed
-	case <-c.sess.Context().Done():
-	case <-timeout:
-	}
-	return nil
-}
-
-// Wake ends a WaitRead in progress, or makes the next one return at once.
-func (c *ClientConn) Wake() {
-	c.woken.Store(true)
-	select {
-	case c.ready <- struct{}{}:
-	default:
-	}
+	_, err := c.wait(deadline, func() bool { return len(c.recv) > 0 }, c.sess.Context().Done())
+	return err
 }
 
 // LocalAddr is the local UDP address of the session's QUIC connection.

@@ -66,11 +66,8 @@ type Conn struct {
 	closed atomic.Bool
 	epoch  time.Time
 
-	in    inbox
-	ready chan struct{} // one pending wake-up for WaitRead
-	woken atomic.Bool
-	done  chan struct{}
-	timer *time.Timer // WaitRead's; owner goroutine only
+	in inbox
+	parker
 
 	mu       sync.RWMutex
 	sessions map[uint64]*session
@@ -125,12 +122,9 @@ func Listen(cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("webtransport: listen %v: %w", cfg.Addr, err)
 	}
 	c := &Conn{cfg: cfg, hash: hash, udp: udp, epoch: time.Now(),
-		in:    newInbox(cfg.InboxSize, cfg.SessionQueue),
-		ready: make(chan struct{}, 1), done: make(chan struct{}),
-		timer:    time.NewTimer(time.Hour),
+		in: newInbox(cfg.InboxSize, cfg.SessionQueue), parker: newParker(),
 		sessions: make(map[uint64]*session), conns: make(map[*quic.Conn]*quicConn),
 		adm: newAdmitter(&cfg)}
-	c.timer.Stop()
 	c.local = udp.LocalAddr().(*net.UDPAddr).AddrPort()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
@@ -459,13 +453,6 @@ func (c *Conn) receive(s *session, b []byte) {
 	c.notify()
 }
 
-func (c *Conn) notify() {
-	select {
-	case c.ready <- struct{}{}:
-	default:
-	}
-}
-
 // ReadBatch fills msgs with received datagrams, each from its session's
 // address.
 func (c *Conn) ReadBatch(msgs []batchio.Message) (int, error) {
@@ -544,40 +531,11 @@ func (c *Conn) WaitRead(deadline time.Time) error {
 	if c.closed.Load() {
 		return batchio.ErrClosed
 	}
-	select { // a stale notification
-	case <-c.ready:
-	default:
-	}
-	if c.woken.Swap(false) || c.in.pending() {
-		return nil
-	}
-	var timeout <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return nil
-		}
-		c.timer.Reset(d)
-		defer c.timer.Stop()
-		timeout = c.timer.C
-	}
-	select {
-	case <-c.ready:
-		c.woken.Store(false)
+	blocked, err := c.wait(deadline, c.in.pending, nil)
+	if blocked && err == nil {
 		c.st.waits.Add(1)
-		return nil
-	case <-c.done:
-		return batchio.ErrClosed
-	case <-timeout:
-		c.st.waits.Add(1)
-		return nil
 	}
-}
-
-// Wake ends a WaitRead in progress, or makes the next one return at once.
-func (c *Conn) Wake() {
-	c.woken.Store(true)
-	c.notify()
+	return err
 }
 
 // Stats reports the datagrams read and sent (RecvPackets, SendPackets),
