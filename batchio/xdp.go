@@ -72,7 +72,10 @@ func ParseXDPMode(s string) (XDPMode, error) {
 //     forged source can steer replies for that source to another station
 //     on the link, as forged ARP can on any link.
 //   - Replies leave from the bound address, or the interface's first
-//     address of the family; Message.Local is ignored.
+//     address of the family; with Config.PacketInfo, from Message.Local
+//     when it is set (a read sets it to the datagram's destination), as
+//     on a socket, except that the address is not checked to be the
+//     host's: the frame is built with it.
 //   - Datagrams larger than the MTU allows go through the kernel socket
 //     (which may fragment); fragments, IPv4 options and IPv6 extension
 //     headers are the kernel's to receive.

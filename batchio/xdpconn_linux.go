@@ -37,6 +37,9 @@ type xdpConn struct {
 	local  netip.AddrPort
 	port   uint16
 	batch  int
+	// pktinfo (Config.PacketInfo): reads report each datagram's
+	// destination in Message.Local and writes send from it.
+	pktinfo bool
 
 	srcMAC     [6]byte
 	src4, src6 netip.Addr // source addresses of built frames (invalid: none)
@@ -97,7 +100,7 @@ func listenXDP(addr netip.AddrPort, n int, cfg Config) ([]Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	conns, err := wrapXDP(kerns, xc, cfg.BatchSize)
+	conns, err := wrapXDP(kerns, xc, cfg.BatchSize, cfg.PacketInfo)
 	if err != nil {
 		if xc.Mode == XDPTry {
 			return kerns, nil
@@ -110,7 +113,7 @@ func listenXDP(addr netip.AddrPort, n int, cfg Config) ([]Conn, error) {
 	return conns, nil
 }
 
-func wrapXDP(kerns []Conn, xc XDP, batch int) (conns []Conn, err error) {
+func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err error) {
 	iface, err := net.InterfaceByName(xc.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("batchio: XDP interface %q: %w", xc.Interface, err)
@@ -155,7 +158,7 @@ func wrapXDP(kerns []Conn, xc XDP, batch int) (conns []Conn, err error) {
 			return conns, fmt.Errorf("batchio: XDP socket map: %w", err)
 		}
 		c := &xdpConn{
-			kern: k.(*mmsgConn), x: x, att: att, local: local, port: local.Port(), batch: batch,
+			kern: k.(*mmsgConn), x: x, att: att, local: local, port: local.Port(), batch: batch, pktinfo: pktinfo,
 			src4: src4, src6: src6, ifindex: iface.Index,
 			maxPay4: min(iface.MTU-ipv4HeaderLen-udpHdrLen, XDPFrameSize-frameHeader4),
 			maxPay6: min(iface.MTU-ipv6HeaderLen-udpHdrLen, XDPFrameSize-frameHeader6),
@@ -252,6 +255,9 @@ func (c *xdpConn) ReadBatch(msgs []Message) (int, error) {
 		m.N = copy(m.Buf, f[u.off:u.off+u.n])
 		m.Addr = u.src
 		m.Local = netip.Addr{}
+		if c.pktinfo {
+			m.Local = u.dst
+		}
 		c.learn(u.src.Addr(), &u.srcMAC)
 		got++
 	}
@@ -335,6 +341,9 @@ func (c *xdpConn) WriteBatch(msgs []Message) (int, error) {
 			src = c.src4
 		} else {
 			src, maxPay = c.src6, c.maxPay6
+		}
+		if l := m.Local.Unmap(); c.pktinfo && l.IsValid() && !l.IsUnspecified() && l.Is4() == dst.Addr().Is4() {
+			src = l
 		}
 		var mac [6]byte
 		ok := false
