@@ -100,6 +100,10 @@ type Step struct {
 	LoadCPURatio    *float64 `json:"load_cpu_ratio"`
 	ServerWaitRatio *float64 `json:"server_wait_ratio"`
 	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
+	// ServerCoreRatio and LoadCoreRatio are the share of each side's
+	// cores that was busy, by anything (Result.ServerCoreRatio).
+	ServerCoreRatio *float64 `json:"server_core_ratio,omitempty"`
+	LoadCoreRatio   *float64 `json:"load_core_ratio,omitempty"`
 	Saturated       string   `json:"saturated"`
 	// XDP is the server's AF_XDP counters of the step's window that are
 	// not zero (ServerWindow.XDPLine), with netbench -xdp.
@@ -189,6 +193,12 @@ type Result struct {
 	// other processes took from its cores (nil: unknown).
 	ServerWaitRatio *float64 `json:"server_wait_ratio"`
 	LoadWaitRatio   *float64 `json:"load_wait_ratio"`
+	// ServerCoreRatio and LoadCoreRatio are the share of the window each
+	// side's cores were busy by anything (/proc/stat): the process, and
+	// the kernel's work on that core outside it, such as the testbed's
+	// NAPI threads receiving for it (nil: unknown, or not pinned apart).
+	ServerCoreRatio *float64 `json:"server_core_ratio,omitempty"`
+	LoadCoreRatio   *float64 `json:"load_core_ratio,omitempty"`
 
 	// ServerCPUNsPerPacket and ServerAllocsPerPacket divide the server
 	// process's CPU time (user + system) and heap allocations over the
@@ -280,6 +290,11 @@ type LoadWindow struct {
 	WaitNanos int64 // as ServerWindow.WaitNanos
 	Datagrams uint64
 	Cores     int // the cores it was pinned to (0: unknown)
+	// CoreNanos and ServerCoreNanos are the busy time of the load's and
+	// the server's cores over the window (-1: unknown); ServerCores is
+	// how many the server had (0: not pinned apart).
+	CoreNanos, ServerCoreNanos int64
+	ServerCores                int
 }
 
 // SetLoad fills the load's CPU fields.
@@ -288,6 +303,13 @@ func (r *Result) SetLoad(w LoadWindow) {
 	r.LoadWaitRatio = nil
 	if w.WaitNanos >= 0 {
 		r.LoadWaitRatio = CPURatio(w.WaitNanos, w.WindowS, w.Cores)
+	}
+	r.LoadCoreRatio, r.ServerCoreRatio = nil, nil
+	if w.CoreNanos >= 0 && w.Cores > 0 {
+		r.LoadCoreRatio = CPURatio(w.CoreNanos, w.WindowS, w.Cores)
+	}
+	if w.ServerCoreNanos >= 0 && w.ServerCores > 0 {
+		r.ServerCoreRatio = CPURatio(w.ServerCoreNanos, w.WindowS, w.ServerCores)
 	}
 	r.LoadCPUNsPerDatagram = nil
 	if w.Datagrams > 0 {
@@ -310,24 +332,38 @@ func CPURatio(cpuNanos int64, windowS float64, cores int) *float64 {
 // saturated.
 const SaturatedAt = 0.9
 
-// Saturation says which side was saturated: a side whose CPU time plus
-// the time it waited, runnable, for its core (wait, nil: unknown) came to
-// SaturatedAt of the window wanted all of its core; the load also when it
-// skipped sends to keep its schedule. A ratio of nil (not measured) is
-// not saturated.
-func Saturation(server, serverWait, load, loadWait *float64, sendLag uint64) string {
-	busy := func(cpu, wait *float64) bool {
-		if cpu == nil {
-			return false
-		}
-		d := *cpu
+// Busy is how much of its cores a side wanted over a window: its CPU
+// time plus the time it waited, runnable, for its cores (wait, nil:
+// unknown), or its cores' busy time by anything (core, nil: unknown) where
+// that is more, since kernel work done for it outside its own context
+// (NAPI threads, softirqs while it slept) counts on its cores and not in
+// its CPU time. Nil when neither is known.
+func Busy(cpu, wait, core *float64) *float64 {
+	var v float64
+	known := false
+	if cpu != nil {
+		v, known = *cpu, true
 		if wait != nil {
-			d += *wait
+			v += *wait
 		}
-		return d >= SaturatedAt
 	}
-	s := busy(server, serverWait)
-	l := busy(load, loadWait) || sendLag > 0
+	if core != nil && (!known || *core > v) {
+		v, known = *core, true
+	}
+	if !known {
+		return nil
+	}
+	return &v
+}
+
+// Saturation says which side was saturated: a side whose Busy came to
+// SaturatedAt of the window wanted all of its core; the load also when it
+// skipped sends to keep its schedule. Nil (not measured) is not
+// saturated.
+func Saturation(server, load *float64, sendLag uint64) string {
+	busy := func(v *float64) bool { return v != nil && *v >= SaturatedAt }
+	s := busy(server)
+	l := busy(load) || sendLag > 0
 	switch {
 	case s && l:
 		return "both"
@@ -484,6 +520,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		optFloat(r.ServerCPUNsPerDatagram, "%.0f"), optPercent(r.ServerCPURatio))
 	row("load cpu", "%s ns/datagram, %s of its core (1 in %d clients opens replies)",
 		optFloat(r.LoadCPUNsPerDatagram, "%.0f"), optPercent(r.LoadCPURatio), max(r.SampleEvery, 1))
+	row("cores busy", "server %s, load %s (by anything: the process and the kernel's work on its cores)",
+		optPercent(r.ServerCoreRatio), optPercent(r.LoadCoreRatio))
 	row("saturated", "%s", r.Saturated)
 	row("cpu wait", "server %s, load %s of the window runnable but waiting for their cores (other processes)",
 		optPercent(r.ServerWaitRatio), optPercent(r.LoadWaitRatio))
@@ -503,11 +541,12 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "\n  %-10s %10s %10s %10s %10s %10s\n", "latency", "p50", "p90", "p99", "p99.9", "max")
 	fmt.Fprintf(&b, "  %-10s %10.1f %10.1f %10.1f %10.1f %10.1f  µs\n", r.Latency, p.P50, p.P90, p.P99, p.P999, p.Max)
 	if len(r.Steps) > 0 {
-		first := "rate Hz"
-		if r.MaxPlayers != nil {
+		first, players := "rate Hz", r.Steps[0].Players > 0
+		if players {
 			first = "players"
 		}
-		fmt.Fprintf(&b, "\n  %10s %12s %12s %12s %10s %10s %7s %7s  %s\n", first, "target pps", "offered", "delivered", "loss %", "p99 µs", "server", "load", "")
+		fmt.Fprintf(&b, "\n  %10s %12s %12s %12s %10s %10s %9s %9s  %s\n", first, "target pps", "offered", "delivered", "loss %", "p99 µs", "server", "load", "")
+		fmt.Fprintf(&b, "  %10s %12s %12s %12s %10s %10s %9s %9s\n", "", "", "", "", "", "", "cpu/core", "cpu/core")
 		for _, s := range r.Steps {
 			verdict := "ok"
 			if !s.Sustained {
@@ -517,14 +556,26 @@ func (r *Result) WriteSummary(w io.Writer) error {
 				verdict += "  [xdp: " + s.XDP + "]"
 			}
 			v := s.RateHz
-			if r.MaxPlayers != nil {
+			if players {
 				v = float64(s.Players)
 			}
-			fmt.Fprintf(&b, "  %10.0f %12.0f %12.0f %12.0f %10.4f %10.1f %7s %7s  %s\n",
+			fmt.Fprintf(&b, "  %10.0f %12.0f %12.0f %12.0f %10.4f %10.1f %9s %9s  %s\n",
 				v, s.TargetPPS, s.OfferedPPS, s.DeliveredPPS, 100*s.LossRatio, s.P99Micros,
-				optPercent(s.ServerCPURatio), optPercent(s.LoadCPURatio), verdict)
+				cpuCore(s.ServerCPURatio, s.ServerCoreRatio), cpuCore(s.LoadCPURatio, s.LoadCoreRatio), verdict)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cpuCore is a side's process CPU and its cores' busy share, "43/51%".
+func cpuCore(cpu, core *float64) string {
+	if core == nil {
+		return optPercent(cpu)
+	}
+	c := "n/a"
+	if cpu != nil {
+		c = fmt.Sprintf("%.0f", 100**cpu)
+	}
+	return fmt.Sprintf("%s/%.0f%%", c, 100**core)
 }

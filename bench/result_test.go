@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,49 @@ func TestWriteSummary(t *testing.T) {
 	for _, want := range []string{"3 connected of 3", "123.4", "p99.9", "n/a", "loss > 1%"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// Busy takes the larger of a side's own demand and its cores' busy time,
+// and Saturation names the sides at or over SaturatedAt.
+func TestBusySaturation(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	val := func(p *float64) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	}
+	for _, c := range []struct {
+		cpu, wait, core *float64
+		want            string
+	}{
+		{nil, nil, nil, "nil"},
+		{f(0.5), nil, nil, "0.50"},
+		{f(0.5), f(0.3), nil, "0.80"},
+		{f(0.5), f(0.3), f(0.95), "0.95"}, // NAPI work on the core, outside the process
+		{f(0.5), f(0.3), f(0.6), "0.80"},
+		{nil, nil, f(0.4), "0.40"},
+	} {
+		if got := val(Busy(c.cpu, c.wait, c.core)); got != c.want {
+			t.Errorf("Busy(%s, %s, %s) = %s, want %s", val(c.cpu), val(c.wait), val(c.core), got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		server, load *float64
+		lag          uint64
+		want         string
+	}{
+		{f(0.95), f(0.5), 0, "server"},
+		{f(0.5), f(0.9), 0, "load"},
+		{f(0.5), f(0.5), 3, "load"},
+		{f(0.91), f(0.92), 0, "both"},
+		{f(0.89), nil, 0, "neither"},
+		{nil, Busy(f(0.4), nil, f(0.93)), 0, "load"},
+	} {
+		if got := Saturation(c.server, c.load, c.lag); got != c.want {
+			t.Errorf("Saturation(%s, %s, %d) = %s, want %s", val(c.server), val(c.load), c.lag, got, c.want)
 		}
 	}
 }

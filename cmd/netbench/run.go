@@ -72,6 +72,8 @@ type runner struct {
 	server   netip.AddrPort
 	stop     chan struct{}
 	loadCPUs []int
+	// serverCPUs are the embedded server's cores (nil: not pinned apart).
+	serverCPUs []int
 
 	floodSent uint64  // requests the last flood sent
 	floodS    float64 // and for how long
@@ -113,7 +115,7 @@ func runBench(o *options) error {
 			if err := pinProcess(loadCPUs, extra); err != nil {
 				return err
 			}
-			r.loadCPUs = loadCPUs
+			r.loadCPUs, r.serverCPUs = loadCPUs, serverCPUs
 		} else {
 			serverCPUs = nil // one CPU: nothing to separate
 		}
@@ -215,13 +217,17 @@ type loadMark struct {
 	wait      int64
 	datagrams uint64
 	rel       bench.ReliableMark
+	// loadCore and serverCore are the busy time of each side's cores
+	// (coreBusy; -1: unknown).
+	loadCore, serverCore int64
 }
 
 func (r *runner) loadMark() loadMark {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	in, out := r.load.SocketPackets()
-	m := loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out}
+	m := loadMark{at: time.Now(), cpu: ru.Utime.Nano() + ru.Stime.Nano(), wait: runDelay(), datagrams: in + out,
+		loadCore: coreBusy(r.loadCPUs), serverCore: coreBusy(r.serverCPUs)}
 	if r.o.reliable {
 		r.load.ReliableMark(&m.rel)
 	}
@@ -230,7 +236,8 @@ func (r *runner) loadMark() loadMark {
 
 func (r *runner) loadWindow(b, e loadMark) bench.LoadWindow {
 	return bench.LoadWindow{WindowS: e.at.Sub(b.at).Seconds(), CPUNanos: e.cpu - b.cpu, WaitNanos: waitDelta(b.wait, e.wait),
-		Datagrams: e.datagrams - b.datagrams, Cores: len(r.loadCPUs)}
+		Datagrams: e.datagrams - b.datagrams, Cores: len(r.loadCPUs),
+		CoreNanos: waitDelta(b.loadCore, e.loadCore), ServerCoreNanos: waitDelta(b.serverCore, e.serverCore), ServerCores: len(r.serverCPUs)}
 }
 
 // markSending marks both sides' reliable endpoints as the load starts or
@@ -407,7 +414,8 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	}
 	res.SetServer(w.server)
 	res.SetLoad(w.load)
-	res.Saturated = bench.Saturation(res.ServerCPURatio, res.ServerWaitRatio, res.LoadCPURatio, res.LoadWaitRatio, w.tot.SendLag)
+	res.Saturated = bench.Saturation(bench.Busy(res.ServerCPURatio, res.ServerWaitRatio, res.ServerCoreRatio),
+		bench.Busy(res.LoadCPURatio, res.LoadWaitRatio, res.LoadCoreRatio), w.tot.SendLag)
 	res.Bare = o.bare
 	res.Reliable, res.ReliableLoad = o.reliable, w.rel
 	res.SampleEvery = r.load.SampleEvery()
@@ -705,8 +713,8 @@ func loadLimited(steps []bench.Step) string {
 		if st.Players > 0 {
 			n = fmt.Sprintf("%d players", st.Players)
 		}
-		return fmt.Sprintf("the load, not (only) the server, was saturated at the failing step, %s (load %s of its core +%s wait, server %s +%s): no capacity reported",
-			n, pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.ServerCPURatio), pct(st.ServerWaitRatio))
+		return fmt.Sprintf("the load, not (only) the server, was saturated at the failing step, %s (load %s of its core +%s wait, core busy %s; server %s +%s, core busy %s): no capacity reported",
+			n, pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.LoadCoreRatio), pct(st.ServerCPURatio), pct(st.ServerWaitRatio), pct(st.ServerCoreRatio))
 	}
 	return ""
 }
@@ -723,8 +731,8 @@ func (r *runner) stopped() bool {
 
 // cpuLine says how much of its core each side used and waited for.
 func cpuLine(st *bench.Step) string {
-	return fmt.Sprintf("cpu server %s (+%s wait) load %s (+%s wait)", pct(st.ServerCPURatio), pct(st.ServerWaitRatio),
-		pct(st.LoadCPURatio), pct(st.LoadWaitRatio))
+	return fmt.Sprintf("cpu server %s (+%s wait, core %s) load %s (+%s wait, core %s)", pct(st.ServerCPURatio), pct(st.ServerWaitRatio),
+		pct(st.ServerCoreRatio), pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.LoadCoreRatio))
 }
 
 func pct(p *float64) string {
@@ -858,7 +866,9 @@ func setRatios(st *bench.Step, w *window) {
 	r.SetLoad(w.load)
 	st.ServerCPURatio, st.ServerWaitRatio = r.ServerCPURatio, r.ServerWaitRatio
 	st.LoadCPURatio, st.LoadWaitRatio = r.LoadCPURatio, r.LoadWaitRatio
-	st.Saturated = bench.Saturation(st.ServerCPURatio, st.ServerWaitRatio, st.LoadCPURatio, st.LoadWaitRatio, w.tot.SendLag)
+	st.ServerCoreRatio, st.LoadCoreRatio = r.ServerCoreRatio, r.LoadCoreRatio
+	st.Saturated = bench.Saturation(bench.Busy(st.ServerCPURatio, st.ServerWaitRatio, st.ServerCoreRatio),
+		bench.Busy(st.LoadCPURatio, st.LoadWaitRatio, st.LoadCoreRatio), w.tot.SendLag)
 	st.XDP = w.server.XDPLine()
 }
 
