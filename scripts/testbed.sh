@@ -25,11 +25,24 @@
 # for the load's clients. Neither namespace has a default route or any
 # other interface than lo and its veth end: nothing leaves them.
 #
-# Receive steering (RPS) puts each side's receive processing on its own
-# core: what the server sends is delivered into the load's sockets by the
+# Each side's receive processing runs on its own core: what the server
+# sends is delivered into the load's sockets (or AF_XDP rings) by the
 # load's core, and the reverse, as with two machines' NICs. netbench pins
-# the server to the last allowed CPU and the load to the others; RPS
-# follows the same split (TESTBED_SERVER_CPUS / TESTBED_LOAD_CPUS).
+# the server to the last allowed CPU and the load to the others, and the
+# receive steering follows the same split (TESTBED_SERVER_CPUS /
+# TESTBED_LOAD_CPUS). TESTBED_STEER chooses how:
+#
+#   napi (default)  GRO on both veth ends gives each a NAPI instance, run
+#                   as a kernel thread (threaded NAPI) pinned to its
+#                   side's cores: the model of a NIC whose interrupt is
+#                   affine to the receiver's core. It is the only way that
+#                   is fair to XDP: a veth end with an XDP program runs it
+#                   in NAPI, and unthreaded NAPI runs on the *sender's*
+#                   core, so an AF_XDP server's receive would be paid by
+#                   the load. Needs ethtool.
+#   rps             receive packet steering on each end's queue, no NAPI:
+#                   the socket path as before; an XDP program attached to
+#                   an end then runs on the sender's core.
 #
 # A NIC holds a burst in its receive ring; a veth pair with RPS holds it
 # in the receiving core's backlog, net.core.netdev_max_backlog packets
@@ -71,6 +84,21 @@ if [[ $(id -u) != 0 ]]; then
 	echo "testbed: needs root (ip netns add)" >&2
 	exit 2
 fi
+
+steer=${TESTBED_STEER:-napi}
+case $steer in
+napi)
+	if ! command -v ethtool >/dev/null; then
+		echo "testbed: TESTBED_STEER=napi needs ethtool (apt-get install ethtool), or use TESTBED_STEER=rps" >&2
+		exit 2
+	fi
+	;;
+rps) ;;
+*)
+	echo "testbed: TESTBED_STEER=$steer: want napi or rps" >&2
+	exit 2
+	;;
+esac
 
 id=$$
 backlog=${TESTBED_BACKLOG:-16384}
@@ -174,13 +202,36 @@ mask() { # CPU list "0,2" -> hex mask
 	printf '%x' "$m"
 }
 
-setup_side() { # NS IF ADDR RPS_CPUS
+# pin_napi pins the NAPI threads of interface IF (named napi/IF-ID) to
+# CPUS; it fails when there are none.
+pin_napi() { # IF CPUS
+	local p name found=
+	for p in $(pgrep '^napi/' || true); do
+		name=$(cat "/proc/$p/comm" 2>/dev/null) || continue # the full name, not ps's 15 bytes
+		[[ $name =~ ^napi/$1-[0-9]+$ ]] || continue
+		taskset -pc "$2" "$p" >/dev/null
+		found=1
+	done
+	[[ -n $found ]]
+}
+
+setup_side() { # NS IF ADDR CPUS
 	ip -n "$1" link set lo up
 	ip -n "$1" addr add "$3/30" dev "$2"
 	ip -n "$1" link set "$2" up
-	if [[ -n $4 ]]; then
+	case $steer in
+	napi)
+		ip netns exec "$1" ethtool -K "$2" gro on
+		ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded"
+		if ! pin_napi "$2" "$4"; then
+			echo "testbed: no NAPI thread for $2 after enabling GRO and threaded NAPI" >&2
+			exit 1
+		fi
+		;;
+	rps)
 		ip netns exec "$1" sh -c "echo $(mask "$4") > /sys/class/net/$2/queues/rx-0/rps_cpus"
-	fi
+		;;
+	esac
 }
 setup_side "$srv_ns" "$srv_if" "$srv_ip" "$server_cpus"
 setup_side "$load_ns" "$load_if" "$load_ip" "$load_cpus"
@@ -199,10 +250,10 @@ if ! ip -n "$load_ns" route get "$srv_ip" >/dev/null 2>&1 || ! ip -n "$srv_ns" r
 fi
 
 export TESTBED_SERVER_NS=$srv_ns TESTBED_SERVER_IP=$srv_ip TESTBED_CLIENT_NET=$client_net
-export TESTBED_SERVER_IF=$srv_if TESTBED_SERVER_CPUS=$server_cpus TESTBED_LOAD_CPUS=$load_cpus
+export TESTBED_SERVER_IF=$srv_if TESTBED_LOAD_IF=$load_if TESTBED_STEER=$steer TESTBED_SERVER_CPUS=$server_cpus TESTBED_LOAD_CPUS=$load_cpus
 export TESTBED_FLAGS="-server-netns $srv_ns -server-ip $srv_ip -client-net $client_net"
 export TESTBED_XDP_FLAGS=${TESTBED_XDP_FLAGS:-}
-echo "testbed: $srv_ns ($srv_ip, cpus $server_cpus) <-> $load_ns ($load_ip, $client_net, cpus $load_cpus), at most ${timeout_s}s" >&2
+echo "testbed: $srv_ns ($srv_ip, cpus $server_cpus) <-> $load_ns ($load_ip, $client_net, cpus $load_cpus), steering $steer, at most ${timeout_s}s" >&2
 
 # Not exec, and in the background: bash runs a trap only between
 # commands, and wait is one it interrupts.
