@@ -22,7 +22,7 @@ func needNetns(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces (scripts/testbed.sh)")
 	}
-	for _, tool := range []string{"ip", "taskset", "timeout"} {
+	for _, tool := range []string{"ip", "taskset", "timeout", "ethtool"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s: %v", tool, err)
 		}
@@ -110,6 +110,44 @@ func TestTestbedAddresses(t *testing.T) {
 	}
 	if ns := namespaces(t, cmd.Process.Pid); len(ns) != 0 {
 		t.Errorf("namespaces left after the command ended: %v", ns)
+	}
+}
+
+// TestTestbedSteering: with the default steering each veth end has a
+// threaded NAPI instance pinned to its side's cores, so each side
+// receives on its own core (XDP included).
+func TestTestbedSteering(t *testing.T) {
+	needNetns(t)
+	cmd := exec.Command(testbedScript, "-t", "30", "sh", "-c",
+		`echo "cpus $TESTBED_SERVER_IF $TESTBED_SERVER_CPUS $TESTBED_LOAD_IF $TESTBED_LOAD_CPUS"; `+
+			`for p in $(pgrep '^napi/'); do echo "napi $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //')"; done`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testbed.sh: %v\n%s", err, stderr.String())
+	}
+	want := map[string]string{} // NAPI thread name prefix -> cores
+	pinned := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 5 && f[0] == "cpus":
+			want["napi/"+f[1]+"-"], want["napi/"+f[3]+"-"] = f[2], f[4]
+		case len(f) == 3 && f[0] == "napi":
+			for prefix, cpus := range want {
+				if strings.HasPrefix(f[1], prefix) {
+					if f[2] != cpus {
+						t.Errorf("%s runs on cpus %s, want %s", f[1], f[2], cpus)
+					}
+					pinned[prefix] = true
+				}
+			}
+		}
+	}
+	if len(want) != 2 || len(pinned) != 2 {
+		t.Fatalf("NAPI threads of the veth ends: want %v, found %v:\n%s", want, pinned, out)
 	}
 }
 
