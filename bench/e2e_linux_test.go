@@ -258,6 +258,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Workers: -1}},
 		{"dial with shared sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared,
 			Dial: func(int) (batchio.Conn, error) { return nil, nil }}},
+		{"xdp with per-client sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsPerClient,
+			XDP: batchio.XDP{Mode: batchio.XDPNative, Interface: "lo"}}},
+		{"xdp with two workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 2, PayloadBytes: 100, Workers: 2,
+			XDP: batchio.XDP{Mode: batchio.XDPNative, Interface: "lo"}}},
 		{"dial bare", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Bare: true,
 			Dial: func(int) (batchio.Conn, error) { return nil, nil }}},
 	}

@@ -156,6 +156,12 @@ type LoadConfig struct {
 	// sockets, netcode (not Bare) and no Reliable only; 0 seals each
 	// payload as it is sent.
 	PresealLimit int64
+	// XDP puts the shared sockets on batchio's AF_XDP path (a Mode other
+	// than XDPOff): the load's own datagrams then skip the kernel's UDP
+	// stack, as the server's do with its own XDP config. Shared sockets
+	// and one worker only, since an interface takes one AF_XDP group and
+	// a veth end has one receive queue.
+	XDP batchio.XDP
 	// Dial, if set, makes client i's conn instead of a UDP socket: clients
 	// over another transport, such as WebTransport sessions for
 	// browser-like players (netbench -webtransport). Each client then has
@@ -456,6 +462,15 @@ func (c *LoadConfig) normalize() error {
 	if c.Workers < 0 || c.Workers > maxLoadWorkers {
 		return fmt.Errorf("bench: %d workers; want 0 (automatic) to %d", c.Workers, maxLoadWorkers)
 	}
+	if c.XDP.Mode != batchio.XDPOff {
+		if c.Sockets != SocketsShared {
+			return fmt.Errorf("bench: an AF_XDP load needs shared sockets (IPv4, a client net or loopback, no bind address); sockets are %v", c.Sockets)
+		}
+		if c.Workers > 1 {
+			return fmt.Errorf("bench: an AF_XDP load has one worker (one AF_XDP socket on the interface's one queue); want Workers 0 or 1, not %d", c.Workers)
+		}
+		c.Workers = 1
+	}
 	if c.Workers == 0 {
 		c.Workers = max(1, min(runtime.GOMAXPROCS(0), (c.Clients+63)/64))
 	}
@@ -695,6 +710,16 @@ type SharedStats struct {
 	Stray       uint64 // datagrams for an address no client has
 	Unread      uint64 // datagrams a client did not take (too long, or over its read budget)
 	SendDropped uint64 // datagrams the sockets did not send
+}
+
+// SharedConns returns the shared sockets' conns, for their counters
+// (batchio.StatsReader, XDPStatsReader); the load still owns them.
+func (l *Load) SharedConns() []batchio.Conn {
+	conns := make([]batchio.Conn, len(l.workers))
+	for i, w := range l.workers {
+		conns[i] = w.conn
+	}
+	return conns
 }
 
 // SharedStats returns the shared sockets' counters (zero with per-client

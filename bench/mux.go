@@ -157,7 +157,7 @@ var errMuxWait = errors.New("bench: a shared-socket client is driven by its work
 
 func newMuxWorker(l *Load, capacity int) (*muxWorker, error) {
 	conn, err := batchio.Listen(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), batchio.Config{
-		BatchSize: muxBatch, RecvBuffer: muxSocketBuffer, SendBuffer: muxSocketBuffer, PacketInfo: true,
+		BatchSize: muxBatch, RecvBuffer: muxSocketBuffer, SendBuffer: muxSocketBuffer, PacketInfo: true, XDP: l.cfg.XDP,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: shared client socket: %w", err)

@@ -64,11 +64,20 @@ type ServerWindow struct {
 // XDPLine is the AF_XDP counters of w that are not zero, "name n, ...",
 // sorted by name, or "no drops" if there are none; "" without XDP.
 func (w *ServerWindow) XDPLine() string {
-	if w == nil || w.XDP == nil {
+	if w == nil {
+		return ""
+	}
+	return CounterLine(w.XDP)
+}
+
+// CounterLine lists the counters of m that are not zero, "name n, ...",
+// or "no drops"; "" for a nil m.
+func CounterLine(m map[string]uint64) string {
+	if m == nil {
 		return ""
 	}
 	var f []string
-	for k, v := range w.XDP {
+	for k, v := range m {
 		if v > 0 {
 			f = append(f, fmt.Sprintf("%s %d", k, v))
 		}
@@ -106,8 +115,10 @@ type Step struct {
 	LoadCoreRatio   *float64 `json:"load_core_ratio,omitempty"`
 	Saturated       string   `json:"saturated"`
 	// XDP is the server's AF_XDP counters of the step's window that are
-	// not zero (ServerWindow.XDPLine), with netbench -xdp.
-	XDP string `json:"xdp,omitempty"`
+	// not zero (ServerWindow.XDPLine), with netbench -xdp; LoadXDP the
+	// load's, with -load-xdp.
+	XDP     string `json:"xdp,omitempty"`
+	LoadXDP string `json:"load_xdp,omitempty"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
@@ -215,8 +226,12 @@ type Result struct {
 	Batch       int     `json:"batch"`
 	IPv6        bool    `json:"ipv6"`
 	GSO         bool    `json:"gso"` // the server's sends
-	// XDP is the server's AF_XDP mode (-xdp): off, native, generic or try.
-	XDP string `json:"xdp,omitempty"`
+	// XDP is the server's AF_XDP mode (-xdp): off, native, generic or try;
+	// LoadXDP the load's (-load-xdp).
+	XDP     string `json:"xdp,omitempty"`
+	LoadXDP string `json:"load_xdp,omitempty"`
+	// LoadXDPCounters are the load's AF_XDP counters over the window.
+	LoadXDPCounters map[string]uint64 `json:"load_xdp_counters,omitempty"`
 
 	MaxSustainedPPS *float64 `json:"max_sustained_pps,omitempty"`
 	Steps           []Step   `json:"steps,omitempty"`
@@ -497,6 +512,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	if l := r.Server.XDPLine(); l != "" {
 		row("server xdp", "%s (the window's AF_XDP counters)", l)
 	}
+	if l := CounterLine(r.LoadXDPCounters); l != "" {
+		row("load xdp", "%s (the window's AF_XDP counters)", l)
+	}
 	for _, g := range r.Groups {
 		row("group "+g.Name, "%d connected of %d, loss %.4f%% (%d of %d), rtt p50 %.1f µs, p99 %.1f µs, max %.1f µs",
 			g.Connected, g.Clients, 100*g.LossRatio, g.Sent-min(g.Received, g.Sent), g.Sent, g.RTT.P50, g.RTT.P99, g.RTT.Max)
@@ -531,7 +549,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		gc = fmt.Sprint(*r.ServerGCCycles)
 	}
 	row("server gc", "%s cycles", gc)
-	row("config", "recv=%s batch=%d shards=%d ipv6=%v xdp=%s duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.XDP, r.DurationS)
+	row("config", "recv=%s batch=%d shards=%d ipv6=%v xdp=%s load_xdp=%s duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.XDP, r.LoadXDP, r.DurationS)
 	row("machine", "load average %s, cpu pressure %s", r.LoadAvg, optPercent(r.CPUPressure))
 	if err := tw.Flush(); err != nil {
 		return err
@@ -554,6 +572,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			}
 			if s.XDP != "" {
 				verdict += "  [xdp: " + s.XDP + "]"
+			}
+			if s.LoadXDP != "" {
+				verdict += "  [load xdp: " + s.LoadXDP + "]"
 			}
 			v := s.RateHz
 			if players {

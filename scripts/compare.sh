@@ -35,7 +35,8 @@
 #         alternating sockets, AF_XDP (-xdp XDP_MODE, default native) and
 #         the protocol-free control (-bare) on sockets, for the game sweep
 #         and the echo sweep (-sweep -size ECHO_SIZE), each into
-#         DIR/xdp-*.json. Needs TESTBED=1.
+#         DIR/xdp-*.json. Needs TESTBED=1. Pass -load-xdp native among
+#         the flags to put the load on AF_XDP too, in every run.
 #   all   game and recv.
 #
 # TESTBED=1 runs the whole suite inside a testbed of its own

@@ -44,6 +44,13 @@
 #                   the socket path as before; an XDP program attached to
 #                   an end then runs on the sender's core.
 #
+# Each veth end gets a pfifo qdisc of TESTBED_QLEN packets (default
+# 16384): a NIC queues a burst it cannot send yet in its transmit ring
+# and qdisc, but a veth end's default qdisc is noqueue, and with NAPI the
+# peer's 256-frame ring drops the rest of a tick's burst. With a qdisc
+# the kernel stops the queue while the ring is full and the sender waits
+# (an AF_XDP socket's sends wait in its own ring).
+#
 # A NIC holds a burst in its receive ring; a veth pair with RPS holds it
 # in the receiving core's backlog, net.core.netdev_max_backlog packets
 # (1,000 by default), and drops the rest: a game tick's burst of inputs
@@ -99,6 +106,12 @@ rps) ;;
 	exit 2
 	;;
 esac
+
+qlen=${TESTBED_QLEN:-16384}
+if ! [[ $qlen =~ ^[0-9]+$ ]] || ((qlen < 1 || qlen > 1048576)); then
+	echo "testbed: TESTBED_QLEN=$qlen: want 1 to 1048576 packets" >&2
+	exit 2
+fi
 
 id=$$
 backlog=${TESTBED_BACKLOG:-16384}
@@ -219,6 +232,7 @@ setup_side() { # NS IF ADDR CPUS
 	ip -n "$1" link set lo up
 	ip -n "$1" addr add "$3/30" dev "$2"
 	ip -n "$1" link set "$2" up
+	ip netns exec "$1" tc qdisc replace dev "$2" root pfifo limit "$qlen"
 	case $steer in
 	napi)
 		ip netns exec "$1" ethtool -K "$2" gro on

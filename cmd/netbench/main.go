@@ -102,6 +102,8 @@ type options struct {
 	clientNet    string
 	xdp          string // batchio.ParseXDPMode
 	xdpIf        string
+	loadXDP      string // the load's shared sockets' path (batchio.ParseXDPMode)
+	loadXDPIf    string
 	presealLimit int
 	sockets      bench.LoadSockets
 	workers      int
@@ -191,6 +193,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.clientNet, "client-net", "", "shared client sockets take their addresses from this IPv4 `PREFIX` (a /8 or /16 routed to the load as local, such as the testbed's 198.19.0.0/16; default 127.0.0.0/8)")
 	fs.StringVar(&o.xdp, "xdp", "off", "the server's datagram path: off (sockets), native, generic or try (AF_XDP; Linux, root)")
 	fs.StringVar(&o.xdpIf, "xdp-if", "", "the `INTERFACE` the AF_XDP program attaches to (default: the one holding -server-ip)")
+	fs.StringVar(&o.loadXDP, "load-xdp", "off", "the load's datagram path: off (sockets), native, generic or try (AF_XDP, one worker on shared sockets; Linux, root)")
+	fs.StringVar(&o.loadXDPIf, "load-xdp-if", "", "the `INTERFACE` the load's AF_XDP program attaches to (default: the one on the server's subnet)")
 	fs.IntVar(&o.presealLimit, "preseal-limit", bench.DefaultPresealLimit>>20, "MiB the load may hold in inputs and payloads sealed before a window (0: seal while sending, as a game client does)")
 	fs.IntVar(&o.webTransport, "webtransport", 0, "`N` of the -clients play as browsers: WebTransport sessions (Go clients) to a WebTransport listener of the same server, the rest over UDP; each group's loss and round-trip percentiles are reported (echo mode; -clients N: all)")
 	fs.BoolVar(&o.child, "server-child", false, "internal: run as the server child")
@@ -247,6 +251,9 @@ func (o *options) check() error {
 		if a.Is6() != o.ipv6 {
 			return fmt.Errorf("-server-ip %v: the family must match -ipv6=%v", a, o.ipv6)
 		}
+	}
+	if _, err := batchio.ParseXDPMode(o.loadXDP); err != nil {
+		return fmt.Errorf("-load-xdp: %w", err)
 	}
 	if _, err := batchio.ParseXDPMode(o.xdp); err != nil {
 		return fmt.Errorf("-xdp: %w", err)

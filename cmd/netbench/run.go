@@ -74,6 +74,8 @@ type runner struct {
 	loadCPUs []int
 	// serverCPUs are the embedded server's cores (nil: not pinned apart).
 	serverCPUs []int
+	// loadXDPIf is the interface of the load's AF_XDP path (-load-xdp).
+	loadXDPIf string
 
 	floodSent uint64  // requests the last flood sent
 	floodS    float64 // and for how long
@@ -144,6 +146,11 @@ func runBench(o *options) error {
 	if o.clientNet != "" {
 		cfg.ClientNet = netip.MustParsePrefix(o.clientNet) // checked by parseFlags
 	}
+	xdp, err := loadXDP(o, r.server.Addr())
+	if err != nil {
+		return err
+	}
+	cfg.XDP, r.loadXDPIf = xdp, xdp.Interface
 	if o.reliable {
 		rc := engine.DefaultReliableConfig()
 		cfg.Reliable = &rc
@@ -205,8 +212,10 @@ type window struct {
 	server *bench.ServerWindow
 	load   bench.LoadWindow
 	rel    *bench.ReliableFigures // the load's, with -reliable
-	target float64                // pps asked for
-	rate   float64
+	// loadXDP is the load's AF_XDP counters over the window (-load-xdp).
+	loadXDP map[string]uint64
+	target  float64 // pps asked for
+	rate    float64
 }
 
 // loadMark is the load process's CPU time and socket datagrams at one
@@ -289,6 +298,7 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 		return nil, err
 	}
 	lm := r.loadMark()
+	loadXDP := r.loadCounters()
 	peerDrops, peerOK := linksTxDropped()
 	time.Sleep(time.Until(start))
 	// Datagrams per packet count the time the load sends only: the lead
@@ -314,6 +324,9 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
 	le := r.loadMark()
 	w.load = r.loadWindow(lm, le)
+	if loadXDP != nil {
+		w.loadXDP = counterDelta(loadXDP, r.loadCounters())
+	}
 	if r.o.reliable {
 		w.rel = bench.WindowFigures(&lm.rel, &sb, &se, &le.rel)
 	}
@@ -374,29 +387,31 @@ func (r *runner) tick(t0 time.Time, d time.Duration, progress bool) {
 func (r *runner) result(mode string, w *window) *bench.Result {
 	o := r.o
 	res := &bench.Result{
-		Mode:         mode,
-		Target:       r.server.String(),
-		Clients:      o.clients,
-		Connected:    w.tot.Connected,
-		PayloadBytes: o.size,
-		RateHz:       w.rate,
-		TargetPPS:    w.target,
-		Sent:         w.tot.Sent,
-		Received:     w.tot.Received,
-		Lost:         w.tot.Lost(),
-		Duplicates:   w.tot.Duplicates,
-		Reordered:    w.tot.Reordered,
-		SendLag:      w.tot.SendLag,
-		LossRatio:    w.tot.LossRatio(),
-		Latency:      "echo",
-		RTT:          bench.PercentilesOf(w.tot.Hist),
-		DurationS:    w.sendS,
-		ReceiveMode:  o.recv,
-		Shards:       o.shards,
-		Batch:        o.batch,
-		IPv6:         o.ipv6,
-		GSO:          o.gso,
-		XDP:          o.xdp,
+		Mode:            mode,
+		Target:          r.server.String(),
+		Clients:         o.clients,
+		Connected:       w.tot.Connected,
+		PayloadBytes:    o.size,
+		RateHz:          w.rate,
+		TargetPPS:       w.target,
+		Sent:            w.tot.Sent,
+		Received:        w.tot.Received,
+		Lost:            w.tot.Lost(),
+		Duplicates:      w.tot.Duplicates,
+		Reordered:       w.tot.Reordered,
+		SendLag:         w.tot.SendLag,
+		LossRatio:       w.tot.LossRatio(),
+		Latency:         "echo",
+		RTT:             bench.PercentilesOf(w.tot.Hist),
+		DurationS:       w.sendS,
+		ReceiveMode:     o.recv,
+		Shards:          o.shards,
+		Batch:           o.batch,
+		IPv6:            o.ipv6,
+		GSO:             o.gso,
+		XDP:             o.xdp,
+		LoadXDP:         o.loadXDP,
+		LoadXDPCounters: w.loadXDP,
 
 		LoadSockets:    r.load.Sockets().String(),
 		LoadWorkers:    r.load.SharedStats().Workers,
@@ -773,7 +788,7 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 			steps = append(steps, st)
 			fmt.Fprintf(r.out, "step %2d: %5d players (%d connected), %9.0f snapshots/s owed, %9.0f delivered, loss %.4f%% (%d clients), p99 %8.1f µs, tick p99 %s, %s skipped, %s  %s%s\n",
 				len(steps), n, w.tot.Connected, st.TargetPPS, st.DeliveredPPS, 100*st.LossRatio, w.tot.ClientsWithLoss, st.P99Micros,
-				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st), xdpNote(w.server))
+				tickP99(w.server), skipped(w.server), cpuLine(&st), verdict(st), xdpNote(w))
 			if st.Sustained {
 				best = w
 				break
@@ -800,13 +815,17 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 	return res, &best.tot, nil
 }
 
-// xdpNote is a step line's tail of the server's AF_XDP counters, if it
-// has them.
-func xdpNote(s *bench.ServerWindow) string {
-	if l := s.XDPLine(); l != "" {
-		return "  [xdp: " + l + "]"
+// xdpNote is a step line's tail of the AF_XDP counters of the server and
+// the load, where they have them.
+func xdpNote(w *window) string {
+	var b strings.Builder
+	if l := w.server.XDPLine(); l != "" {
+		b.WriteString("  [xdp: " + l + "]")
 	}
-	return ""
+	if l := bench.CounterLine(w.loadXDP); l != "" {
+		b.WriteString("  [load xdp: " + l + "]")
+	}
+	return b.String()
 }
 
 func skipped(s *bench.ServerWindow) string {
@@ -870,6 +889,7 @@ func setRatios(st *bench.Step, w *window) {
 	st.Saturated = bench.Saturation(bench.Busy(st.ServerCPURatio, st.ServerWaitRatio, st.ServerCoreRatio),
 		bench.Busy(st.LoadCPURatio, st.LoadWaitRatio, st.LoadCoreRatio), w.tot.SendLag)
 	st.XDP = w.server.XDPLine()
+	st.LoadXDP = bench.CounterLine(w.loadXDP)
 }
 
 func stepOf(w *window) bench.Step {

@@ -357,6 +357,45 @@ func setXDP(sock *batchio.Config, o *options, ip netip.Addr) error {
 	return nil
 }
 
+// loadXDP is the load's AF_XDP path from -load-xdp and -load-xdp-if;
+// without -load-xdp-if, the interface on the server's subnet.
+func loadXDP(o *options, server netip.Addr) (batchio.XDP, error) {
+	mode, err := batchio.ParseXDPMode(o.loadXDP)
+	if err != nil || mode == batchio.XDPOff {
+		return batchio.XDP{}, err
+	}
+	name := o.loadXDPIf
+	if name == "" {
+		if name, err = interfaceToward(server); err != nil {
+			return batchio.XDP{}, fmt.Errorf("-load-xdp: %w; name one with -load-xdp-if", err)
+		}
+	}
+	return batchio.XDP{Mode: mode, Interface: name}, nil
+}
+
+// interfaceToward is the name of the interface with an address on ip's
+// subnet (ip itself included).
+func interfaceToward(ip netip.Addr) (string, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, in := range ifs {
+		addrs, err := in.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if p, err := netip.ParsePrefix(n.String()); err == nil && p.Masked().Contains(ip.Unmap()) {
+					return in.Name, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface is on the subnet of %v", ip)
+}
+
 // interfaceOf is the name of the interface that has ip.
 func interfaceOf(ip netip.Addr) (string, error) {
 	ifs, err := net.Interfaces()

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netcode-go/netcode/bench"
 )
 
 // needNetns skips the test unless this process can create network
@@ -148,6 +150,42 @@ func TestTestbedSteering(t *testing.T) {
 	}
 	if len(want) != 2 || len(pinned) != 2 {
 		t.Fatalf("NAPI threads of the veth ends: want %v, found %v:\n%s", want, pinned, out)
+	}
+}
+
+// TestTestbedXDPLoad: netbench on the testbed with both sides on AF_XDP
+// (the server's -xdp, the load's -load-xdp): players connect and get
+// their snapshots, and every datagram the load received came through
+// its ring, not its kernel socket.
+func TestTestbedXDPLoad(t *testing.T) {
+	needNetns(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir() + "/r.json"
+	cmd := exec.Command(testbedScript, "-t", "60", "sh", "-c",
+		`exec "$0" -quiet -mode game -clients 64 -duration 2s $TESTBED_FLAGS -xdp native -load-xdp native -json "$1"`, exe, out)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(b), "XDP") && strings.Contains(string(b), "not supported") {
+			t.Skipf("no native XDP on veth here: %s", b)
+		}
+		t.Fatalf("netbench on the testbed: %v\n%s", err, b)
+	}
+	r, err := bench.ReadResultFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.XDP != "native" || r.LoadXDP != "native" {
+		t.Errorf("xdp %q, load_xdp %q; want native for both", r.XDP, r.LoadXDP)
+	}
+	if r.Received == 0 || r.LossRatio > 0.05 {
+		t.Errorf("received %d snapshots, loss %.2f%%; want them all but a few", r.Received, 100*r.LossRatio)
+	}
+	c := r.LoadXDPCounters
+	if c == nil || c["kernel_rx"] != 0 || c["rx_dropped"] != 0 || c["malformed"] != 0 {
+		t.Errorf("the load's AF_XDP counters %v; want every datagram received on the ring", c)
 	}
 }
 

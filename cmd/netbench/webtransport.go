@@ -29,6 +29,7 @@ type loader interface {
 	SocketPackets() (in, out uint64)
 	Sockets() bench.LoadSockets
 	SharedStats() bench.SharedStats
+	SharedConns() []batchio.Conn
 	SampleEvery() int
 	ReliableMark(m *bench.ReliableMark)
 	Close() error
@@ -195,6 +196,7 @@ func (m *mixedLoad) SocketPackets() (in, out uint64) {
 // clients.
 func (m *mixedLoad) Sockets() bench.LoadSockets     { return m.loads[0].Sockets() }
 func (m *mixedLoad) SharedStats() bench.SharedStats { return m.loads[0].SharedStats() }
+func (m *mixedLoad) SharedConns() []batchio.Conn    { return m.loads[0].SharedConns() }
 func (m *mixedLoad) SampleEvery() int               { return m.loads[0].SampleEvery() }
 
 func (m *mixedLoad) ReliableMark(*bench.ReliableMark) {} // -webtransport excludes -reliable

@@ -19,12 +19,21 @@ func xdpCounters(s *server) map[string]uint64 {
 	if len(s.xdp) == 0 {
 		return nil
 	}
+	return connCounters(s.xdp, s.xdpIf)
+}
+
+// connCounters adds up the AF_XDP counters of conns, with the drops of
+// their interface ifname; nil when none of them is on the AF_XDP path (a
+// fallback to sockets).
+func connCounters(conns []batchio.Conn, ifname string) map[string]uint64 {
 	m := map[string]uint64{}
-	for _, c := range s.xdp {
+	xdp := false
+	for _, c := range conns {
 		x, ok := batchio.As[batchio.XDPStatsReader](c)
 		if !ok {
 			continue
 		}
+		xdp = true
 		st := x.XDPStats()
 		m["rx_dropped"] += st.RxDropped
 		m["rx_ring_full"] += st.RxRingFull
@@ -35,12 +44,25 @@ func xdpCounters(s *server) map[string]uint64 {
 		m["kernel_tx"] += st.KernelTx
 		m["malformed"] += st.Malformed
 	}
+	if !xdp {
+		return nil
+	}
 	for _, k := range []string{"rx_dropped", "tx_dropped"} {
-		if v, ok := linkCounter(s.xdpIf, k); ok {
+		if v, ok := linkCounter(ifname, k); ok {
 			m["link_"+k] = v
 		}
 	}
 	return m
+}
+
+// loadCounters is connCounters of the load's AF_XDP conns (nil without
+// -load-xdp).
+func (r *runner) loadCounters() map[string]uint64 {
+	conns := r.load.SharedConns()
+	if r.o.loadXDP == "off" || len(conns) == 0 {
+		return nil
+	}
+	return connCounters(conns, r.loadXDPIf)
 }
 
 // linkCounter reads one of an interface's statistics from sysfs (in the
