@@ -258,6 +258,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Workers: -1}},
 		{"dial with shared sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsShared,
 			Dial: func(int) (batchio.Conn, error) { return nil, nil }}},
+		{"negative send grid", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, SendGrid: -time.Millisecond}},
+		{"send grid over 10ms", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, SendGrid: 11 * time.Millisecond}},
 		{"xdp with per-client sockets", LoadConfig{Server: addr, PrivateKey: key, Clients: 1, PayloadBytes: 100, Sockets: SocketsPerClient,
 			XDP: batchio.XDP{Mode: batchio.XDPNative, Interface: "lo"}}},
 		{"xdp with two workers", LoadConfig{Server: addr, PrivateKey: key, Clients: 2, PayloadBytes: 100, Workers: 2,

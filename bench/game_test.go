@@ -182,3 +182,33 @@ func TestGameConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSendGridPhase: with a send grid the clients' first sends fall on
+// its multiples, in order, filling every slot of the interval; a grid
+// over a tenth of the interval is not used.
+func TestSendGridPhase(t *testing.T) {
+	const n = 1000
+	interval := time.Second / 60
+	l := &Load{cfg: LoadConfig{SendGrid: time.Millisecond}, clients: make([]*loadClient, n)}
+	slots := map[time.Duration]int{}
+	var last time.Duration
+	for i := range n {
+		p := l.phase(&loadClient{idx: i}, interval)
+		if p%time.Millisecond != 0 || p < last || p >= interval {
+			t.Fatalf("client %d: phase %v after %v; want a multiple of 1ms, in order, within %v", i, p, last, interval)
+		}
+		slots[p]++
+		last = p
+	}
+	if want := int((interval + time.Millisecond - 1) / time.Millisecond); len(slots) != want {
+		t.Errorf("%d grid slots used; want %d", len(slots), want)
+	}
+	l.cfg.SendGrid = 0
+	if p := l.phase(&loadClient{idx: 1}, interval); p != interval/n {
+		t.Errorf("without a grid, client 1's phase is %v; want %v", p, interval/n)
+	}
+	l.cfg.SendGrid = 2 * time.Millisecond
+	if p := l.phase(&loadClient{idx: 1}, 10*time.Millisecond); p != 10*time.Millisecond/n {
+		t.Errorf("a grid over a tenth of the interval moved client 1 to %v", p)
+	}
+}

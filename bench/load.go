@@ -156,6 +156,14 @@ type LoadConfig struct {
 	// sockets, netcode (not Bare) and no Reliable only; 0 seals each
 	// payload as it is sent.
 	PresealLimit int64
+	// SendGrid, when more than 0, rounds each client's place in the
+	// send interval down to a multiple of it: instead of one datagram
+	// every interval/clients, the load sends a batch of about
+	// clients×SendGrid/interval every SendGrid, one wake and one
+	// sendmmsg (or AF_XDP kick) for the batch. The stamps carry the
+	// grid's times. 0 to 10ms; a grid over a tenth of the interval is
+	// not used.
+	SendGrid time.Duration
 	// XDP puts the shared sockets on batchio's AF_XDP path (a Mode other
 	// than XDPOff): the load's own datagrams then skip the kernel's UDP
 	// stack, as the server's do with its own XDP config. Shared sockets
@@ -455,6 +463,9 @@ func (c *LoadConfig) normalize() error {
 	case SocketsPerClient:
 	default:
 		return fmt.Errorf("bench: sockets mode %d; want SocketsAuto, SocketsShared or SocketsPerClient", c.Sockets)
+	}
+	if c.SendGrid < 0 || c.SendGrid > maxSendGrid {
+		return fmt.Errorf("bench: send grid %v; want 0 (off) to %v", c.SendGrid, maxSendGrid)
 	}
 	if c.PresealLimit < 0 {
 		return fmt.Errorf("bench: preseal limit %d bytes; want 0 (off) or more", c.PresealLimit)
@@ -1036,9 +1047,8 @@ func (l *Load) tick(c *loadClient, now time.Time) (time.Time, bool) {
 	if g := l.gen.Load(); g != c.gen {
 		c.gen = g
 		c.interval = time.Duration(l.interval.Load())
-		// Spread the clients' sends evenly over one interval.
 		start := l.start.Add(time.Duration(l.winStart.Load()))
-		c.next = start.Add(c.interval * time.Duration(c.idx) / time.Duration(len(l.clients)))
+		c.next = start.Add(l.phase(c, c.interval))
 		c.end = time.Time{}
 		if e := l.winEnd.Load(); e != 0 {
 			c.end = l.start.Add(time.Duration(e))
@@ -1206,6 +1216,21 @@ func (l *Load) send(c *loadClient, now time.Time) {
 	s.Sent += sent
 	s.SendLag += lag
 	s.mu.Unlock()
+}
+
+// maxSendGrid bounds LoadConfig.SendGrid.
+const maxSendGrid = 10 * time.Millisecond
+
+// phase is client c's first send in a window of the given interval: the
+// clients' sends spread evenly over one interval, each rounded down to a
+// multiple of SendGrid (when set), so that clients sharing a grid slot
+// send together.
+func (l *Load) phase(c *loadClient, interval time.Duration) time.Duration {
+	p := interval * time.Duration(c.idx) / time.Duration(len(l.clients))
+	if g := l.cfg.SendGrid; g > 0 && g*10 <= interval {
+		p -= p % g
+	}
+	return p
 }
 
 // handshakeTick drives LoadHandshake: it disconnects a client as soon as

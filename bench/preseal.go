@@ -185,7 +185,7 @@ func (w *muxWorker) preseal(r *sealRequest) {
 // firstSend is client c's first send time in r's window, as Load.tick
 // schedules it.
 func (w *muxWorker) firstSend(c *loadClient, r *sealRequest) time.Time {
-	return r.start.Add(r.interval * time.Duration(c.idx) / time.Duration(len(w.l.clients)))
+	return r.start.Add(w.l.phase(c, r.interval))
 }
 
 // sealCount is how many payloads client c sends in r's window.

@@ -230,6 +230,8 @@ type Result struct {
 	// LoadXDP the load's (-load-xdp).
 	XDP     string `json:"xdp,omitempty"`
 	LoadXDP string `json:"load_xdp,omitempty"`
+	// SendGrid is the load's send grid (netbench -send-grid), if any.
+	SendGrid string `json:"send_grid,omitempty"`
 	// LoadXDPCounters are the load's AF_XDP counters over the window.
 	LoadXDPCounters map[string]uint64 `json:"load_xdp_counters,omitempty"`
 
@@ -549,7 +551,8 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		gc = fmt.Sprint(*r.ServerGCCycles)
 	}
 	row("server gc", "%s cycles", gc)
-	row("config", "recv=%s batch=%d shards=%d ipv6=%v xdp=%s load_xdp=%s duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.XDP, r.LoadXDP, r.DurationS)
+	row("config", "recv=%s batch=%d shards=%d ipv6=%v xdp=%s load_xdp=%s send_grid=%s duration=%.1fs", r.ReceiveMode, r.Batch, r.Shards, r.IPv6, r.XDP, r.LoadXDP,
+		cmp.Or(r.SendGrid, "0"), r.DurationS)
 	row("machine", "load average %s, cpu pressure %s", r.LoadAvg, optPercent(r.CPUPressure))
 	if err := tw.Flush(); err != nil {
 		return err

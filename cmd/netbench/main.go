@@ -103,6 +103,7 @@ type options struct {
 	xdp          string // batchio.ParseXDPMode
 	xdpIf        string
 	loadXDP      string // the load's shared sockets' path (batchio.ParseXDPMode)
+	sendGrid     time.Duration
 	loadXDPIf    string
 	presealLimit int
 	sockets      bench.LoadSockets
@@ -193,6 +194,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.clientNet, "client-net", "", "shared client sockets take their addresses from this IPv4 `PREFIX` (a /8 or /16 routed to the load as local, such as the testbed's 198.19.0.0/16; default 127.0.0.0/8)")
 	fs.StringVar(&o.xdp, "xdp", "off", "the server's datagram path: off (sockets), native, generic or try (AF_XDP; Linux, root)")
 	fs.StringVar(&o.xdpIf, "xdp-if", "", "the `INTERFACE` the AF_XDP program attaches to (default: the one holding -server-ip)")
+	fs.DurationVar(&o.sendGrid, "send-grid", 0, "the load sends in batches: each client's place in the send interval is rounded down to a multiple of this (0: spread evenly, one datagram every interval/clients; at most 10ms)")
 	fs.StringVar(&o.loadXDP, "load-xdp", "off", "the load's datagram path: off (sockets), native, generic or try (AF_XDP, one worker on shared sockets; Linux, root)")
 	fs.StringVar(&o.loadXDPIf, "load-xdp-if", "", "the `INTERFACE` the load's AF_XDP program attaches to (default: the one on the server's subnet)")
 	fs.IntVar(&o.presealLimit, "preseal-limit", bench.DefaultPresealLimit>>20, "MiB the load may hold in inputs and payloads sealed before a window (0: seal while sending, as a game client does)")

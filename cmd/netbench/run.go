@@ -142,6 +142,7 @@ func runBench(o *options) error {
 		Sockets:      o.sockets,
 		Workers:      o.workers,
 		PresealLimit: int64(o.presealLimit) << 20,
+		SendGrid:     o.sendGrid,
 	}
 	if o.clientNet != "" {
 		cfg.ClientNet = netip.MustParsePrefix(o.clientNet) // checked by parseFlags
@@ -412,6 +413,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		XDP:             o.xdp,
 		LoadXDP:         o.loadXDP,
 		LoadXDPCounters: w.loadXDP,
+		SendGrid:        sendGridName(o.sendGrid),
 
 		LoadSockets:    r.load.Sockets().String(),
 		LoadWorkers:    r.load.SharedStats().Workers,
@@ -813,6 +815,14 @@ func (r *runner) runGameSweep() (*bench.Result, *bench.LoadTotals, error) {
 		res.MaxPlayers, res.LoadLimited = nil, why
 	}
 	return res, &best.tot, nil
+}
+
+// sendGridName is -send-grid for the result: "" when off.
+func sendGridName(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // xdpNote is a step line's tail of the AF_XDP counters of the server and
