@@ -67,28 +67,41 @@ func listenOrSkip(t *testing.T, addr string) batchio.Conn {
 	return c
 }
 
-// TestEndToEndUDP: 64 clients connect over real UDP on 127.0.0.1 and on
-// [::1] to a server in each mode, exchange payloads both ways with checked
-// contents and order, and disconnect cleanly; the events carry each
-// client's id and user data.
+// TestEndToEndUDP: 64 clients connect over real UDP to a server in each
+// mode, IPv4 and IPv6, exchange payloads both ways with checked contents
+// and order, and disconnect cleanly; the events carry each client's id and
+// user data. On loopback (127.0.0.1 and ::1), and with the server's conn on
+// the AF_XDP path of a veth testbed.
 func TestEndToEndUDP(t *testing.T) {
-	for _, manual := range []bool{true, false} {
-		for _, loopback := range []string{"127.0.0.1", "::1"} {
-			mode := "default"
-			if manual {
-				mode = "manual"
+	for _, tr := range e2eTransports() {
+		t.Run(tr.name, func(t *testing.T) {
+			nw := tr.open(t)
+			for _, manual := range []bool{true, false} {
+				for _, v6 := range []bool{false, true} {
+					if tr.name != loopbackTransport.name && manual == v6 {
+						// Each mode and each family once: a few
+						// seconds of CI less.
+						continue
+					}
+					mode := "default"
+					if manual {
+						mode = "manual"
+					}
+					t.Run(mode+"/"+nw.serverIP(v6).String(), func(t *testing.T) { testEndToEndUDP(t, nw, manual, v6) })
+				}
 			}
-			t.Run(mode+"/"+loopback, func(t *testing.T) { testEndToEndUDP(t, manual, netip.MustParseAddr(loopback)) })
-		}
+		})
 	}
 }
 
-func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
+func testEndToEndUDP(t *testing.T, nw e2eNet, manual, v6 bool) {
 	goroutines := runtime.NumGoroutine()
 	const numClients, numPayloads = 64, 20
 	w := &e2eWorld{t: t}
 	defer w.close()
-	sconn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+	bufs := batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20}
+	sconn := nw.listenServer(t, netip.AddrPortFrom(nw.serverIP(v6), 0), 1, bufs)[0]
+	ip := nw.clientIP(v6)
 	w.closers = append(w.closers, sconn)
 	srv, err := NewServer(ServerConfig{ProtocolID: 0x4e43, PrivateKey: testPrivateKey, MaxClients: numClients, Manual: manual}, sconn)
 	if err != nil {
@@ -96,7 +109,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 	}
 	w.server = srv
 	for k := range numClients {
-		conn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+		conn := nw.listenClient(t, netip.AddrPortFrom(ip, 0), bufs)
 		w.closers = append(w.closers, conn)
 		c, err := NewClient(ClientConfig{}, conn)
 		if err != nil {
@@ -204,6 +217,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 	if !done {
 		t.Fatalf("payloads incomplete: server got %v, clients got %v", fromClient, fromServer)
 	}
+	nw.checkServer(t, []batchio.Conn{sconn}, numClients*numPayloads, numClients*numPayloads)
 
 	for _, c := range w.clients {
 		c.Disconnect(time.Now())
