@@ -75,3 +75,9 @@ func (n vethNet) checkServer(t testing.TB, conns []batchio.Conn, rx, tx uint64) 
 		t.Fatalf("the server's AF_XDP rings carried %d datagrams in and %d out, want at least %d and %d", gotRx, gotTx, rx, tx)
 	}
 }
+
+// xdpTrafficOf is batchiotest.XDPTraffic.
+func xdpTrafficOf(t testing.TB, conns ...batchio.Conn) (rx, tx uint64) {
+	t.Helper()
+	return batchiotest.XDPTraffic(t, conns...)
+}
