@@ -52,7 +52,8 @@ type Netns struct {
 var vethSeq atomic.Int32
 
 // NewVeth creates the namespaces and the veth pair, or skips the test
-// saying why it cannot (not root, no ip(8)). Cleanup deletes both
+// saying why it cannot (not root, no ip(8), or the namespace cannot be
+// made); under CI=true, as root, a missing ip(8) fails it. Cleanup deletes both
 // namespaces, and with them the link, whatever the test's outcome; it is
 // registered first, so it runs after the cleanups of conns opened later.
 func NewVeth(t testing.TB, cfg VethConfig) *Veth {
@@ -67,6 +68,9 @@ func NewVeth(t testing.TB, cfg VethConfig) *Veth {
 		t.Skip("the AF_XDP testbed needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no ip(8) (iproute2) for the veth testbed: CI installs it (.ci/run)")
+		}
 		t.Skip("no ip(8) (iproute2) to create network namespaces")
 	}
 	id := fmt.Sprintf("%d%d", os.Getpid()%100000, vethSeq.Add(1))
