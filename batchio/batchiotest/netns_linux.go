@@ -124,6 +124,38 @@ func NewVeth(t testing.TB, cfg VethConfig) *Veth {
 	return v
 }
 
+// RouteToB makes every address of p B's (a local route in B: a socket
+// there bound to the unspecified address sends from and receives at any
+// of them) and routes p from A through the link, as scripts/testbed.sh
+// does for the load's client addresses. p must lie in 198.18.0.0/15.
+func (v *Veth) RouteToB(t testing.TB, p netip.Prefix) {
+	t.Helper()
+	if !p.Addr().Is4() || !netip.MustParsePrefix("198.18.0.0/15").Contains(p.Addr()) || p.Bits() < 15 {
+		t.Fatalf("batchiotest: RouteToB(%v): want a prefix within 198.18.0.0/15", p)
+	}
+	for _, s := range [][]string{
+		{"-n", v.B.Name, "route", "add", "local", p.String(), "dev", "lo"},
+		{"-n", v.A.Name, "route", "add", p.String(), "via", v.B4.String(), "dev", v.IfA},
+	} {
+		if err := runIP(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replies leave A by the link to sources that arrive on it: no
+	// reverse path check in the way (the kernel socket's datagrams).
+	err := v.A.In(func() error {
+		for _, dev := range []string{"all", v.IfA} {
+			if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv4/conf", dev, "rp_filter"), []byte("0"), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("batchiotest: rp_filter in %s: %v", v.A.Name, err)
+	}
+}
+
 func runIP(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	if err != nil {
