@@ -73,7 +73,8 @@ func NewVeth(t testing.TB, cfg VethConfig) *Veth {
 		}
 		t.Skip("no ip(8) (iproute2) to create network namespaces")
 	}
-	id := fmt.Sprintf("%d%d", os.Getpid()%100000, vethSeq.Add(1))
+	// pid-seq: unambiguous across test binaries running at once.
+	id := fmt.Sprintf("%d-%d", os.Getpid()%100000, vethSeq.Add(1))
 	v := &Veth{
 		A: &Netns{Name: "ncvethA" + id, fd: -1}, B: &Netns{Name: "ncvethB" + id, fd: -1},
 		IfA: "va" + id, IfB: "vb" + id,
