@@ -54,7 +54,8 @@ type xdpConn struct {
 	learned   map[netip.Addr][6]byte
 	neigh     map[netip.Addr][6]byte
 	neighAt   time.Time
-	kmsgs     []Message // writes handed to the kernel socket
+	rs        *routeSock // the neighbour table's socket, in the conn's namespace
+	kmsgs     []Message  // writes handed to the kernel socket
 	reads     int
 	kernReady bool
 
@@ -122,7 +123,7 @@ func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err e
 		return nil, fmt.Errorf("batchio: XDP interface %s: %w: not Ethernet (link-layer address %v)", iface.Name, ErrXDPUnsupported, iface.HardwareAddr)
 	}
 	local := kerns[0].LocalAddr()
-	queues := rxQueues(iface.Name)
+	queues := rxQueues(iface.Index)
 	if len(kerns) > queues {
 		return nil, fmt.Errorf("batchio: XDP on %s: %d conns but %d receive queues; want at most one conn per queue", iface.Name, len(kerns), queues)
 	}
@@ -166,7 +167,12 @@ func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err e
 			kmsgs: make([]Message, 0, batch), efd: -1,
 		}
 		copy(c.srcMAC[:], iface.HardwareAddr)
+		if c.rs, err = openRouteSock(); err != nil {
+			x.close()
+			return conns, err
+		}
 		if c.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+			c.rs.close()
 			x.close()
 			return conns, fmt.Errorf("batchio: eventfd: %w", err)
 		}
@@ -303,7 +309,7 @@ func (c *xdpConn) lookup(ip netip.Addr) ([6]byte, bool) {
 	if now := time.Now(); now.Sub(c.neighAt) >= neighRefresh {
 		c.neighAt = now
 		clear(c.neigh)
-		if readNeighbours(c.ifindex, c.neigh) == nil && len(c.neigh) > maxLearned {
+		if readNeighbours(c.rs, c.ifindex, c.neigh) == nil && len(c.neigh) > maxLearned {
 			clear(c.neigh)
 		}
 		if mac, ok := c.neigh[ip]; ok {
@@ -535,6 +541,9 @@ func (c *xdpConn) closeXDP() {
 	}
 	if c.x != nil {
 		c.x.close()
+	}
+	if c.rs != nil {
+		c.rs.close()
 	}
 	c.att.release()
 }

@@ -156,15 +156,6 @@ type xdpAttachment struct {
 	iface *net.Interface
 }
 
-// rxQueues counts the interface's receive queues (sysfs), 1 if unknown.
-func rxQueues(name string) int {
-	m, err := filepath.Glob(filepath.Join("/sys/class/net", name, "queues", "rx-*"))
-	if err != nil || len(m) == 0 {
-		return 1
-	}
-	return len(m)
-}
-
 // attachXDP loads the program for f on iface with a map of queues slots
 // and attaches it in mode (XDPTry: native, then generic).
 func attachXDP(iface *net.Interface, f xdpFilter, queues int, mode XDPMode) (*xdpAttachment, error) {

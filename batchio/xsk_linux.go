@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -129,7 +130,20 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 	// Zero-copy where the driver can, else copy; need_wakeup so an idle
 	// kernel side costs no polling.
 	sa := &unix.SockaddrXDP{Flags: unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
-	if err = unix.Bind(fd, sa); err != nil {
+	// A socket closed on the queue a moment ago holds it until its
+	// pool is released, which the kernel defers to a work queue: a
+	// server restarted at once would find the queue busy.
+	for deadline := time.Now().Add(xskBusyWait); ; {
+		err = unix.Bind(fd, sa)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err == unix.EBUSY {
+		return x, fmt.Errorf("batchio: AF_XDP bind to queue %d: %w: %w (another AF_XDP socket holds the queue)", queue, ErrXDPUnsupported, err)
+	}
+	if err != nil {
 		return x, fmt.Errorf("batchio: AF_XDP bind to queue %d: %w: %w", queue, ErrXDPUnsupported, err)
 	}
 	// In copy mode one send call builds at most this many packets
@@ -161,6 +175,10 @@ func openXSK(ifindex, queue, frames int) (x *xsk, err error) {
 // copy mode: the frame's data (up to XDPFrameSize) and the socket
 // buffer's own structures.
 const xskSendTruesize = 2 * XDPFrameSize
+
+// xskBusyWait bounds the wait for a queue whose last socket was just
+// closed (openXSK).
+const xskBusyWait = time.Second
 
 func (r *xskRing) mmap(fd int, pgoff int64, off *unix.XDPRingOffset, n int, desc bool) error {
 	entry := 8

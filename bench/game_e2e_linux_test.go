@@ -26,14 +26,20 @@ type gameApp interface {
 // a loopback port; the cleanup stops it and waits for its goroutine.
 func startTestGame(t *testing.T, key []byte, maxClients int, manual, bare bool) (gameApp, netip.AddrPort) {
 	t.Helper()
-	bind := netip.MustParseAddrPort("127.0.0.1:0")
+	app, addr, _ := startTestGameOn(t, &testNet{}, key, maxClients, manual, bare)
+	return app, addr
+}
+
+// startTestGameOn is startTestGame on network n; it also returns the
+// server's conns (nil on loopback).
+func startTestGameOn(t *testing.T, n *testNet, key []byte, maxClients int, manual, bare bool) (gameApp, netip.AddrPort, []batchio.Conn) {
+	t.Helper()
 	var app gameApp
 	var addr netip.AddrPort
+	var conns []batchio.Conn
 	if bare {
-		conn, err := batchio.Listen(bind, batchio.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := n.listenConn(t)
+		conns = []batchio.Conn{conn}
 		b, err := NewBareServer(BareConfig{Game: true, TickHz: testTickHz, SnapshotBytes: 300, MaxClients: maxClients}, conn)
 		if err != nil {
 			t.Fatal(err)
@@ -46,10 +52,8 @@ func startTestGame(t *testing.T, key []byte, maxClients int, manual, bare bool) 
 		if !manual {
 			cfg.SendQueueSize = q
 		}
-		srv, err := engine.Listen(cfg, batchio.Config{}, bind)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var srv *engine.Server
+		srv, conns = n.listenServer(t, cfg)
 		g, err := NewGameServer(srv, GameConfig{Manual: manual, TickHz: testTickHz, SnapshotBytes: 300})
 		if err != nil {
 			t.Fatal(err)
@@ -64,14 +68,23 @@ func startTestGame(t *testing.T, key []byte, maxClients int, manual, bare bool) 
 			t.Error(err)
 		}
 	})
-	return app, addr
+	return app, addr, conns
 }
 
 // TestGameEndToEnd runs game loads against the netcode game server in both
 // modes and against the bare control: every active client gets every
 // snapshot of the window, the window spans the ticks its length says,
-// only sampled clients are timed, and the server heard the inputs.
+// only sampled clients are timed, and the server heard the inputs. On
+// loopback, and with the server on AF_XDP on the testbed (the default mode
+// and the bare control with shared sockets, as netbench runs them there:
+// a few seconds of CI less).
 func TestGameEndToEnd(t *testing.T) {
+	for _, name := range testNets {
+		t.Run(name, func(t *testing.T) { testGameEndToEndOn(t, name) })
+	}
+}
+
+func testGameEndToEndOn(t *testing.T, net string) {
 	for _, tc := range []struct {
 		name         string
 		manual, bare bool
@@ -85,16 +98,19 @@ func TestGameEndToEnd(t *testing.T) {
 		{"bare/shared", false, true, SocketsShared, 300, 4},
 		{"bare/per-client", false, true, SocketsPerClient, 4, 1},
 	} {
+		if net != "loopback" && (tc.manual || tc.sockets != SocketsShared) {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
-			testGameEndToEnd(t, tc.manual, tc.bare, tc.sockets, tc.clients, tc.sample)
+			testGameEndToEnd(t, openTestNet(t, net), tc.manual, tc.bare, tc.sockets, tc.clients, tc.sample)
 		})
 	}
 }
 
-func testGameEndToEnd(t *testing.T, manual, bare bool, sockets LoadSockets, clients, sample int) {
+func testGameEndToEnd(t *testing.T, n *testNet, manual, bare bool, sockets LoadSockets, clients, sample int) {
 	key := testKey(t)
-	app, addr := startTestGame(t, key, clients, manual, bare)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients,
+	app, addr, conns := startTestGameOn(t, n, key, clients, manual, bare)
+	load, err := n.newLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients,
 		Mode: LoadGame, PayloadBytes: 64, SnapshotBytes: 300, TickHz: testTickHz, Bare: bare, SampleEvery: sample,
 		Sockets: sockets, Workers: 2})
 	if err != nil {
@@ -141,9 +157,10 @@ func testGameEndToEnd(t *testing.T, manual, bare bool, sockets LoadSockets, clie
 	if c.Connected != clients || c.Inputs-in0 < tot.Inputs || c.Ticks == 0 || c.Snapshots < tot.Received {
 		t.Errorf("server: connected %d, inputs %d (load sent %d), ticks %d, snapshots %d", c.Connected, c.Inputs-in0, tot.Inputs, c.Ticks, c.Snapshots)
 	}
-	if _, n := app.TakeTicks(); n == 0 {
+	if _, k := app.TakeTicks(); k == 0 {
 		t.Error("no tick durations recorded")
 	}
+	n.check(t, conns, tot.Inputs, tot.Received)
 	if err := load.Close(); err != nil {
 		t.Fatal(err)
 	}

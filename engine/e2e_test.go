@@ -67,28 +67,41 @@ func listenOrSkip(t *testing.T, addr string) batchio.Conn {
 	return c
 }
 
-// TestEndToEndUDP: 64 clients connect over real UDP on 127.0.0.1 and on
-// [::1] to a server in each mode, exchange payloads both ways with checked
-// contents and order, and disconnect cleanly; the events carry each
-// client's id and user data.
+// TestEndToEndUDP: 64 clients connect over real UDP to a server in each
+// mode, IPv4 and IPv6, exchange payloads both ways with checked contents
+// and order, and disconnect cleanly; the events carry each client's id and
+// user data. On loopback (127.0.0.1 and ::1), and with the server's conn on
+// the AF_XDP path of a veth testbed.
 func TestEndToEndUDP(t *testing.T) {
-	for _, manual := range []bool{true, false} {
-		for _, loopback := range []string{"127.0.0.1", "::1"} {
-			mode := "default"
-			if manual {
-				mode = "manual"
+	for _, tr := range e2eTransports() {
+		t.Run(tr.name, func(t *testing.T) {
+			nw := tr.open(t)
+			for _, manual := range []bool{true, false} {
+				for _, v6 := range []bool{false, true} {
+					if tr.name != loopbackTransport.name && manual == v6 {
+						// Each mode and each family once: a few
+						// seconds of CI less.
+						continue
+					}
+					mode := "default"
+					if manual {
+						mode = "manual"
+					}
+					t.Run(mode+"/"+nw.serverIP(v6).String(), func(t *testing.T) { testEndToEndUDP(t, nw, manual, v6) })
+				}
 			}
-			t.Run(mode+"/"+loopback, func(t *testing.T) { testEndToEndUDP(t, manual, netip.MustParseAddr(loopback)) })
-		}
+		})
 	}
 }
 
-func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
+func testEndToEndUDP(t *testing.T, nw e2eNet, manual, v6 bool) {
 	goroutines := runtime.NumGoroutine()
 	const numClients, numPayloads = 64, 20
 	w := &e2eWorld{t: t}
 	defer w.close()
-	sconn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+	bufs := batchio.Config{RecvBuffer: 1 << 20, SendBuffer: 1 << 20}
+	sconn := nw.listenServer(t, netip.AddrPortFrom(nw.serverIP(v6), 0), 1, bufs)[0]
+	ip := nw.clientIP(v6)
 	w.closers = append(w.closers, sconn)
 	srv, err := NewServer(ServerConfig{ProtocolID: 0x4e43, PrivateKey: testPrivateKey, MaxClients: numClients, Manual: manual}, sconn)
 	if err != nil {
@@ -96,7 +109,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 	}
 	w.server = srv
 	for k := range numClients {
-		conn := listenOrSkip(t, netip.AddrPortFrom(ip, 0).String())
+		conn := nw.listenClient(t, netip.AddrPortFrom(ip, 0), bufs)
 		w.closers = append(w.closers, conn)
 		c, err := NewClient(ClientConfig{}, conn)
 		if err != nil {
@@ -204,6 +217,7 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 	if !done {
 		t.Fatalf("payloads incomplete: server got %v, clients got %v", fromClient, fromServer)
 	}
+	nw.checkServer(t, []batchio.Conn{sconn}, numClients*numPayloads, numClients*numPayloads)
 
 	for _, c := range w.clients {
 		c.Disconnect(time.Now())
@@ -227,17 +241,50 @@ func testEndToEndUDP(t *testing.T, manual bool, ip netip.Addr) {
 // redundant disconnect packets, so the server reports the client gone
 // (DisconnectClientDisconnected) at its next Update instead of at the
 // timeout; Close on a client in an error state changes nothing: no state
-// change, no packet.
+// change, no packet. On the in-memory network, and with the server's conn
+// on the AF_XDP path of a veth testbed (the clock is fake on both).
 func TestClientCloseDisconnects(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen := func(addr string) batchio.Conn {
+			c, err := nw.Listen(netip.MustParseAddrPort(addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		sconn := listen("10.0.0.1:40000")
+		testClientCloseDisconnects(t, sconn, func(k int) batchio.Conn { return listen(fmt.Sprintf("10.1.0.%d:5000", k)) }, func() {})
+	})
+	t.Run("xdp", func(t *testing.T) {
+		nw := xdpTransport(1).open(t)
+		sconn := nw.listenServer(t, netip.AddrPortFrom(nw.serverIP(false), 0), 1, batchio.Config{})[0]
+		testClientCloseDisconnects(t, sconn, func(int) batchio.Conn {
+			return nw.listenClient(t, netip.AddrPortFrom(nw.clientIP(false), 0), batchio.Config{})
+		}, func() { time.Sleep(time.Millisecond) }) // datagrams in flight arrive
+		nw.checkServer(t, []batchio.Conn{sconn}, 2+NumDisconnectPackets, 2)
+	})
+}
+
+// sentBy is the number of datagrams conn has sent.
+func sentBy(t *testing.T, conn batchio.Conn) uint64 {
+	if m, ok := conn.(*batchiotest.MemConn); ok {
+		return m.Stats().Sent
+	}
+	s, ok := batchio.As[batchio.StatsReader](conn)
+	if !ok {
+		t.Fatalf("conn %v keeps no counters", conn.LocalAddr())
+	}
+	return s.Stats().SendPackets
+}
+
+// testClientCloseDisconnects runs a manual-mode server on sconn and
+// clients on clientConn(1) and clientConn(2); settle lets what was sent arrive.
+func testClientCloseDisconnects(t *testing.T, sconn batchio.Conn, clientConn func(k int) batchio.Conn, settle func()) {
 	now := time.Unix(1_800_000_000, 0).Add(-srvStartGrace) // the server starts before the tokens
-	nw, err := batchiotest.NewMemNetwork(batchiotest.MemConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sconn, err := nw.Listen(netip.MustParseAddrPort("10.0.0.1:40000"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv, err := NewServer(ServerConfig{ProtocolID: 9, PrivateKey: testPrivateKey, MaxClients: 1, Manual: true,
 		Clock: func() time.Time { return now }}, sconn)
 	if err != nil {
@@ -248,14 +295,11 @@ func TestClientCloseDisconnects(t *testing.T) {
 	var left []Event
 	type client struct {
 		c       *Client
-		conn    *batchiotest.MemConn
+		conn    batchio.Conn
 		changes []ClientState
 	}
-	newClient := func(addr string, id uint64) *client {
-		cl := &client{}
-		if cl.conn, err = nw.Listen(netip.MustParseAddrPort(addr)); err != nil {
-			t.Fatal(err)
-		}
+	newClient := func(k int, id uint64) *client {
+		cl := &client{conn: clientConn(k)}
 		cl.c, err = NewClient(ClientConfig{OnStateChange: func(_, s ClientState) { cl.changes = append(cl.changes, s) }}, cl.conn)
 		if err != nil {
 			t.Fatal(err)
@@ -274,47 +318,57 @@ func TestClientCloseDisconnects(t *testing.T) {
 			}
 			now = now.Add(10 * time.Millisecond)
 			cl.c.Update(now)
+			settle()
 			srv.Update(now)
 			srv.Poll(func(ev *Event) {
 				if ev.Kind == EventDisconnect {
 					left = append(left, *ev)
 				}
 			})
+			settle()
 		}
 		return cl
 	}
-	a := newClient("10.1.0.1:5000", 1)
+	a := newClient(1, 1)
 	if a.c.State() != Connected {
 		t.Fatalf("first client: %v", a.c.State())
 	}
-	b := newClient("10.1.0.2:5000", 2) // the server is full
+	b := newClient(2, 2) // the server is full
 	if b.c.State() != ConnectionDenied {
 		t.Fatalf("second client: %v, want connection denied", b.c.State())
 	}
 
-	changes, sent := len(b.changes), b.conn.Stats().Sent
+	changes, sent := len(b.changes), sentBy(t, b.conn)
 	if err := b.c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if b.c.State() != ConnectionDenied || len(b.changes) != changes || b.conn.Stats().Sent != sent {
+	if b.c.State() != ConnectionDenied || len(b.changes) != changes || sentBy(t, b.conn) != sent {
 		t.Fatalf("Close in an error state: state %v, state changes %v, %d datagrams sent",
-			b.c.State(), b.changes[changes:], b.conn.Stats().Sent-sent)
+			b.c.State(), b.changes[changes:], sentBy(t, b.conn)-sent)
 	}
 
-	sent = a.conn.Stats().Sent
+	sent = sentBy(t, a.conn)
 	if err := a.c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if a.c.State() != Disconnected || a.conn.Stats().Sent-sent != NumDisconnectPackets {
+	if a.c.State() != Disconnected || sentBy(t, a.conn)-sent != NumDisconnectPackets {
 		t.Fatalf("Close when connected: state %v, %d datagrams sent, want %d disconnect packets",
-			a.c.State(), a.conn.Stats().Sent-sent, NumDisconnectPackets)
+			a.c.State(), sentBy(t, a.conn)-sent, NumDisconnectPackets)
 	}
-	srv.Update(now) // the clock stands still: no timeout
-	srv.Poll(func(ev *Event) {
-		if ev.Kind == EventDisconnect {
-			left = append(left, *ev)
+	// The clock stands still: no timeout. (In memory the first Update
+	// reads the packets; on a real network they may take a moment.)
+	for range 100 {
+		settle()
+		srv.Update(now)
+		srv.Poll(func(ev *Event) {
+			if ev.Kind == EventDisconnect {
+				left = append(left, *ev)
+			}
+		})
+		if len(left) != 0 {
+			break
 		}
-	})
+	}
 	if len(left) != 1 || left[0].ClientID != 1 || left[0].Reason != DisconnectClientDisconnected {
 		t.Fatalf("disconnect events %+v; want client 1, %v", left, DisconnectClientDisconnected)
 	}

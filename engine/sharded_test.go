@@ -16,19 +16,31 @@ import (
 	"github.com/netcode-go/netcode/codec"
 )
 
-// Default-mode tests run on one of two networks: the in-memory network on
-// a fake clock, where the test knows what the server has read and answered
-// and so never sleeps, or UDP on loopback in real time, for what only the
-// kernel shows (SO_REUSEPORT spreading clients over the shards).
+// Default-mode tests run on one of three networks: the in-memory network
+// on a fake clock, where the test knows what the server has read and
+// answered and so never sleeps, UDP on loopback in real time, for what
+// only the kernel shows (SO_REUSEPORT spreading clients over the shards),
+// or the server on the AF_XDP path of a veth testbed, a conn per receive
+// queue (the peer's transmit hash spreading clients over the shards).
 
 type netKind uint8
 
 const (
 	memNet netKind = iota // batchiotest.MemNetwork on a fake clock
 	udpNet                // UDP on 127.0.0.1 in real time
+	xdpNet                // AF_XDP on a veth testbed in real time (Linux, root)
 )
 
-func (k netKind) String() string { return [...]string{"mem", "udp"}[k] }
+func (k netKind) String() string { return [...]string{"mem", "udp", "xdp"}[k] }
+
+// open opens the real network of kind k (not memNet) for a server of
+// shards shards, or skips the test.
+func (k netKind) open(t *testing.T, shards int) e2eNet {
+	if k == xdpNet {
+		return xdpTransport(shards).open(t)
+	}
+	return loopbackNet{}
+}
 
 var netKinds = []netKind{memNet, udpNet}
 
@@ -51,6 +63,7 @@ func (c *fakeClock) Add(d time.Duration) time.Time { return time.Unix(0, c.ns.Ad
 type shardNet struct {
 	t      testing.TB
 	kind   netKind
+	real   e2eNet     // udp, xdp
 	clock  *fakeClock // mem
 	nw     *batchiotest.MemNetwork
 	srv    *Server
@@ -66,7 +79,7 @@ type shardNet struct {
 // newShardNet starts a default-mode server of shards shards. wrap, if not
 // nil, wraps each of the server's conns (udp: sockets sharing a port,
 // given to NewServer and closed when the test ends).
-func newShardNet(t testing.TB, kind netKind, cfg ServerConfig, shards int, wrap func(batchio.Conn) batchio.Conn) *shardNet {
+func newShardNet(t *testing.T, kind netKind, cfg ServerConfig, shards int, wrap func(batchio.Conn) batchio.Conn) *shardNet {
 	t.Helper()
 	n := &shardNet{t: t, kind: kind, handle: func(*Event) {}}
 	if cfg.PrivateKey == nil {
@@ -94,17 +107,18 @@ func newShardNet(t testing.TB, kind netKind, cfg ServerConfig, shards int, wrap 
 			n.srvMem = append(n.srvMem, c)
 			conns = append(conns, c)
 		}
-	case udpNet:
+	case udpNet, xdpNet:
+		n.real = kind.open(t, shards)
 		var sock batchio.Config // 4 MiB buffers
 		if wrap == nil {
 			cfg.Shards = shards
-			srv, err := Listen(cfg, sock, netip.MustParseAddrPort("127.0.0.1:0"))
-			if err != nil {
-				t.Skipf("cannot listen on 127.0.0.1: %v", err)
-			}
-			t.Cleanup(func() { srv.Close() })
+			srv := n.real.listen(t, cfg, sock, netip.AddrPortFrom(n.real.serverIP(false), 0))
 			n.srv, n.public = srv, srv.PublicAddresses()
 			return n
+		}
+		if kind == xdpNet {
+			conns = n.real.listenServer(t, netip.AddrPortFrom(n.real.serverIP(false), 0), shards, sock)
+			break
 		}
 		sock.ReusePort = true
 		addr := netip.MustParseAddrPort("127.0.0.1:0")
@@ -143,9 +157,13 @@ func (n *shardNet) now() time.Time {
 }
 
 // listen opens a peer's conn: on the memory network, the next of
-// 10.1.0.1:5000, 10.1.0.2:5000...; on UDP, an ephemeral port of 127.0.0.1.
+// 10.1.0.1:5000, 10.1.0.2:5000...; on UDP, an ephemeral port of 127.0.0.1;
+// on the testbed, one of the peer namespace's address.
 func (n *shardNet) listen() batchio.Conn {
 	n.t.Helper()
+	if n.kind == xdpNet {
+		return n.real.listenClient(n.t, netip.AddrPortFrom(n.real.clientIP(false), 0), batchio.Config{RecvBuffer: 64 << 10, SendBuffer: 64 << 10})
+	}
 	if n.kind == udpNet {
 		c, err := batchio.Listen(netip.MustParseAddrPort("127.0.0.1:0"), batchio.Config{RecvBuffer: 64 << 10, SendBuffer: 64 << 10})
 		if err != nil {
@@ -182,7 +200,7 @@ func (n *shardNet) newClients(count int, firstID uint64, queue int) []*Client {
 	n.t.Helper()
 	clients := make([]*Client, count)
 	cfg := ClientConfig{ReceiveQueueSize: queue}
-	if n.kind == udpNet {
+	if n.kind != memNet {
 		// A thousand handshakes at once on a shared machine's loopback
 		// can leave one unanswered for a second: wait as the standard does.
 		cfg.NoChallengeTimeout = -1
@@ -333,12 +351,13 @@ func waitGoroutines(t testing.TB, base int) {
 // TestShardedEndToEnd: 2 shards, 1,000 clients. Every client's payloads
 // reach the application intact and in order and are echoed, each client
 // stays on the shard that admitted it, both shards serve clients (on UDP,
-// the kernel's SO_REUSEPORT hash spreads them), every connect has its
-// disconnect event, and no goroutine is left after Close.
+// the kernel's SO_REUSEPORT hash spreads them; on the testbed, the peer's
+// transmit queue hash over the server's receive queues), every connect
+// has its disconnect event, and no goroutine is left after Close.
 func TestShardedEndToEnd(t *testing.T) {
-	for _, kind := range netKinds {
+	for _, kind := range append(netKinds, xdpNet) {
 		t.Run(kind.String(), func(t *testing.T) {
-			if testing.Short() && kind == udpNet {
+			if testing.Short() && kind != memNet {
 				t.Skip("1,000 sockets")
 			}
 			testShardedEndToEnd(t, kind)
@@ -348,10 +367,14 @@ func TestShardedEndToEnd(t *testing.T) {
 
 func testShardedEndToEnd(t *testing.T, kind netKind) {
 	goroutines := runtime.NumGoroutine()
-	const numClients, numPayloads = 1000, 10
+	const numPayloads = 10
+	numClients := 1000
+	if kind == xdpNet {
+		numClients = 256 // seconds of CI less; the path is the same
+	}
 	n := newShardNet(t, kind, ServerConfig{MaxClients: 1024}, 2, nil)
 	srv := n.srv
-	if kind == udpNet && srv.LocalAddrs()[0] != srv.LocalAddrs()[1] {
+	if kind != memNet && srv.LocalAddrs()[0] != srv.LocalAddrs()[1] {
 		t.Fatalf("shards on %v, want one port", srv.LocalAddrs())
 	}
 	clients := n.newClients(numClients, 1, 16)
@@ -453,10 +476,13 @@ func testShardedEndToEnd(t *testing.T, kind netKind) {
 	if len(perShard) != 2 {
 		t.Fatalf("clients per shard %v: want both shards used", perShard)
 	}
-	for id := uint64(1); id <= numClients; id++ {
+	for id := uint64(1); id <= uint64(numClients); id++ {
 		if next[id] != numPayloads {
 			t.Fatalf("client %d: %d of %d payloads reached the application", id, next[id], numPayloads)
 		}
+	}
+	if n.real != nil {
+		n.real.checkServer(t, srv.owned, uint64(numClients*numPayloads), uint64(numClients*numPayloads))
 	}
 
 	left := false
