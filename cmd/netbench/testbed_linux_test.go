@@ -116,13 +116,13 @@ func TestTestbedAddresses(t *testing.T) {
 }
 
 // TestTestbedSteering: with the default steering each veth end has a
-// threaded NAPI instance pinned to its side's cores, so each side
-// receives on its own core (XDP included).
+// threaded NAPI instance pinned to its side's cores at real-time
+// priority, so each side receives on its own core (XDP included).
 func TestTestbedSteering(t *testing.T) {
 	needNetns(t)
 	cmd := exec.Command(testbedScript, "-t", "30", "sh", "-c",
 		`echo "cpus $TESTBED_SERVER_IF $TESTBED_SERVER_CPUS $TESTBED_LOAD_IF $TESTBED_LOAD_CPUS"; `+
-			`for p in $(pgrep '^napi/'); do echo "napi $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //')"; done`)
+			`for p in $(pgrep '^napi/'); do echo "napi $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //') $(chrt -p $p | tr -d '\n' | sed 's/.*policy: \([A-Z_]*\).*priority: \([0-9]*\)/\1\/\2/')"; done`)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -137,11 +137,14 @@ func TestTestbedSteering(t *testing.T) {
 		switch {
 		case len(f) == 5 && f[0] == "cpus":
 			want["napi/"+f[1]+"-"], want["napi/"+f[3]+"-"] = f[2], f[4]
-		case len(f) == 3 && f[0] == "napi":
+		case len(f) == 4 && f[0] == "napi":
 			for prefix, cpus := range want {
 				if strings.HasPrefix(f[1], prefix) {
 					if f[2] != cpus {
 						t.Errorf("%s runs on cpus %s, want %s", f[1], f[2], cpus)
+					}
+					if f[3] != "SCHED_FIFO/50" {
+						t.Errorf("%s is scheduled %s, want SCHED_FIFO/50 (it preempts its side's process, as a softirq does)", f[1], f[3])
 					}
 					pinned[prefix] = true
 				}
