@@ -51,7 +51,7 @@ type xdpConn struct {
 	// back where its request came from) and read from the neighbour
 	// table on a miss, at most once per neighRefresh. Both are bounded:
 	// a full learned table is cleared.
-	learned   map[netip.Addr][6]byte
+	learned   macTable
 	neigh     map[netip.Addr][6]byte
 	neighAt   time.Time
 	rs        *routeSock // the neighbour table's socket, in the conn's namespace
@@ -80,7 +80,7 @@ var (
 )
 
 const (
-	maxLearned     = 1 << 16
+	maxMACs     = 1 << 16
 	neighRefresh   = time.Second
 	kernCheckEvery = 64
 )
@@ -163,7 +163,7 @@ func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err e
 			src4: src4, src6: src6, ifindex: iface.Index,
 			maxPay4: min(iface.MTU-ipv4HeaderLen-udpHdrLen, XDPFrameSize-frameHeader4),
 			maxPay6: min(iface.MTU-ipv6HeaderLen-udpHdrLen, XDPFrameSize-frameHeader6),
-			learned: make(map[netip.Addr][6]byte), neigh: make(map[netip.Addr][6]byte),
+			learned: newMACTable(maxMACs), neigh: make(map[netip.Addr][6]byte),
 			kmsgs: make([]Message, 0, batch), efd: -1,
 		}
 		copy(c.srcMAC[:], iface.HardwareAddr)
@@ -264,7 +264,7 @@ func (c *xdpConn) ReadBatch(msgs []Message) (int, error) {
 		if c.pktinfo {
 			m.Local = u.dst
 		}
-		c.learn(u.src.Addr(), &u.srcMAC)
+		c.learned.learn(u.src.Addr(), &u.srcMAC)
 		got++
 	}
 	if avail > 0 {
@@ -287,20 +287,9 @@ func (c *xdpConn) ReadBatch(msgs []Message) (int, error) {
 	return got, nil
 }
 
-// learn records the link-layer address a datagram came from.
-func (c *xdpConn) learn(ip netip.Addr, mac *[6]byte) {
-	if old, ok := c.learned[ip]; ok && old == *mac {
-		return
-	}
-	if len(c.learned) >= maxLearned {
-		clear(c.learned)
-	}
-	c.learned[ip] = *mac
-}
-
 // lookup returns the link-layer address to send to ip.
 func (c *xdpConn) lookup(ip netip.Addr) ([6]byte, bool) {
-	if mac, ok := c.learned[ip]; ok {
+	if mac, ok := c.learned.get(ip); ok {
 		return mac, true
 	}
 	if mac, ok := c.neigh[ip]; ok {
@@ -309,7 +298,7 @@ func (c *xdpConn) lookup(ip netip.Addr) ([6]byte, bool) {
 	if now := time.Now(); now.Sub(c.neighAt) >= neighRefresh {
 		c.neighAt = now
 		clear(c.neigh)
-		if readNeighbours(c.rs, c.ifindex, c.neigh) == nil && len(c.neigh) > maxLearned {
+		if readNeighbours(c.rs, c.ifindex, c.neigh) == nil && len(c.neigh) > maxMACs {
 			clear(c.neigh)
 		}
 		if mac, ok := c.neigh[ip]; ok {
