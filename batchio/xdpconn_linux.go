@@ -80,7 +80,7 @@ var (
 )
 
 const (
-	maxMACs     = 1 << 16
+	maxMACs        = 1 << 16
 	neighRefresh   = time.Second
 	kernCheckEvery = 64
 )
