@@ -349,26 +349,26 @@ func CPURatio(cpuNanos int64, windowS float64, cores int) *float64 {
 // saturated.
 const SaturatedAt = 0.9
 
-// Busy is how much of its cores a side wanted over a window: its CPU
-// time plus the time it waited, runnable, for its cores (wait, nil:
-// unknown), or its cores' busy time by anything (core, nil: unknown) where
-// that is more, since kernel work done for it outside its own context
-// (NAPI threads, softirqs while it slept) counts on its cores and not in
-// its CPU time. Nil when neither is known.
+// Busy is how much of its cores a side took over a window: its cores'
+// busy time by anything (core), where known. That counts the kernel's
+// work for the side outside its process (NAPI threads, softirqs while it
+// slept) and other processes on its cores, and leaves out nothing a core
+// could still have given. Without it, the process's CPU time plus the
+// time its threads waited, runnable, for its cores (wait), which
+// overstates: threads of one process pinned to one core, or a NAPI
+// thread preempting it, wait for each other while the core is busy
+// only once. Nil when nothing is known.
 func Busy(cpu, wait, core *float64) *float64 {
-	var v float64
-	known := false
-	if cpu != nil {
-		v, known = *cpu, true
-		if wait != nil {
-			v += *wait
-		}
+	if core != nil {
+		v := *core
+		return &v
 	}
-	if core != nil && (!known || *core > v) {
-		v, known = *core, true
-	}
-	if !known {
+	if cpu == nil {
 		return nil
+	}
+	v := *cpu
+	if wait != nil {
+		v += *wait
 	}
 	return &v
 }

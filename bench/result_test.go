@@ -88,7 +88,7 @@ func TestWriteSummary(t *testing.T) {
 	}
 }
 
-// Busy takes the larger of a side's own demand and its cores' busy time,
+// Busy is a side's cores' busy time where known, else its CPU plus wait,
 // and Saturation names the sides at or over SaturatedAt.
 func TestBusySaturation(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
@@ -106,7 +106,7 @@ func TestBusySaturation(t *testing.T) {
 		{f(0.5), nil, nil, "0.50"},
 		{f(0.5), f(0.3), nil, "0.80"},
 		{f(0.5), f(0.3), f(0.95), "0.95"}, // NAPI work on the core, outside the process
-		{f(0.5), f(0.3), f(0.6), "0.80"},
+		{f(0.5), f(0.4), f(0.6), "0.60"},  // threads waiting for each other on a core 60% busy
 		{nil, nil, f(0.4), "0.40"},
 	} {
 		if got := val(Busy(c.cpu, c.wait, c.core)); got != c.want {
