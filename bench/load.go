@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,6 +234,9 @@ type LoadTotals struct {
 	SendLag    uint64
 	Handshakes uint64 // completed handshakes (LoadHandshake)
 	Failures   uint64 // handshakes that ended in an error state
+	// FailedIn counts Failures by the error state they ended in, indexed
+	// by -state (engine.ConnectionDenied is 1).
+	FailedIn [8]uint64
 	// Game: inputs sent; the window's ticks (from the lowest tick number
 	// seen to the highest); the active clients that missed a snapshot, and
 	// the largest share one of them missed.
@@ -247,6 +251,18 @@ type LoadTotals struct {
 
 	// tickLo and tickHi bound the tick numbers seen (game).
 	tickLo, tickHi uint64
+}
+
+// FailureStates lists the error states handshakes ended in, with their
+// counts: "connection denied 3, ...".
+func (t *LoadTotals) FailureStates() string {
+	var f []string
+	for i, n := range t.FailedIn {
+		if n > 0 {
+			f = append(f, fmt.Sprintf("%v %d", engine.ClientState(-i), n))
+		}
+	}
+	return strings.Join(f, ", ")
 }
 
 // Lost returns Sent - Received, or 0.
@@ -812,6 +828,9 @@ func (l *Load) Totals() LoadTotals {
 		t.SendLag += s.SendLag
 		t.Handshakes += s.Handshakes
 		t.Failures += s.Failures
+		for i, n := range s.FailedIn {
+			t.FailedIn[i] += n
+		}
 		t.Hist.Merge(s.hist)
 		t.tickLo = min(t.tickLo, s.tickLo)
 		t.tickHi = max(t.tickHi, s.tickHi)
@@ -1258,6 +1277,9 @@ func (l *Load) handshakeTick(c *loadClient, now time.Time) (time.Time, bool) {
 				s := c.shard
 				s.mu.Lock()
 				s.Failures++
+				if i := int(-st); i < len(s.FailedIn) {
+					s.FailedIn[i]++
+				}
 				s.mu.Unlock()
 			}
 			if !l.begin(c, now) {
