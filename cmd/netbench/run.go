@@ -416,7 +416,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		SendGrid:        sendGridName(o.sendGrid),
 
 		LoadSockets:    r.load.Sockets().String(),
-		LoadWorkers:    r.load.SharedStats().Workers,
+		LoadWorkers:    len(r.load.SharedConns()), // not SharedStats: its counters are the workers' until Close
 		LoadGOMAXPROCS: runtime.GOMAXPROCS(0),
 		LoadCPUs:       r.loadCPUs,
 		GoVersion:      runtime.Version(),

@@ -376,28 +376,25 @@ func loadXDP(o *options, server netip.Addr) (batchio.XDP, error) {
 // interfaceToward is the name of the interface with an address on ip's
 // subnet (ip itself included).
 func interfaceToward(ip netip.Addr) (string, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return "", err
+	name, err := findInterface(func(p netip.Prefix) bool { return p.Masked().Contains(ip.Unmap()) })
+	if err == nil && name == "" {
+		err = fmt.Errorf("no interface is on the subnet of %v", ip)
 	}
-	for _, in := range ifs {
-		addrs, err := in.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				if p, err := netip.ParsePrefix(n.String()); err == nil && p.Masked().Contains(ip.Unmap()) {
-					return in.Name, nil
-				}
-			}
-		}
-	}
-	return "", fmt.Errorf("no interface is on the subnet of %v", ip)
+	return name, err
 }
 
 // interfaceOf is the name of the interface that has ip.
 func interfaceOf(ip netip.Addr) (string, error) {
+	name, err := findInterface(func(p netip.Prefix) bool { return p.Addr() == ip.Unmap() })
+	if err == nil && name == "" {
+		err = fmt.Errorf("no interface has %v", ip)
+	}
+	return name, err
+}
+
+// findInterface is the name of the first interface with an address
+// (as a prefix, IPv4 unmapped) that match accepts, or "".
+func findInterface(match func(netip.Prefix) bool) (string, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return "", err
@@ -408,14 +405,27 @@ func interfaceOf(ip netip.Addr) (string, error) {
 			continue
 		}
 		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == ip.Unmap() {
-					return in.Name, nil
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(n.IP)
+			if !ok {
+				continue
+			}
+			bits, total := n.Mask.Size()
+			if ip.Is4In6() {
+				ip = ip.Unmap()
+				if total == 128 {
+					bits -= 96
 				}
+			}
+			if match(netip.PrefixFrom(ip, bits)) {
+				return in.Name, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("no interface has %v", ip)
+	return "", nil
 }
 
 // addWebTransportDrops adds the WebTransport listener's drops and

@@ -28,7 +28,6 @@ type loader interface {
 	EverConnected() int
 	SocketPackets() (in, out uint64)
 	Sockets() bench.LoadSockets
-	SharedStats() bench.SharedStats
 	SharedConns() []batchio.Conn
 	SampleEvery() int
 	ReliableMark(m *bench.ReliableMark)
@@ -194,10 +193,9 @@ func (m *mixedLoad) SocketPackets() (in, out uint64) {
 
 // Sockets and SharedStats are the first group's: UDP's, if it has
 // clients.
-func (m *mixedLoad) Sockets() bench.LoadSockets     { return m.loads[0].Sockets() }
-func (m *mixedLoad) SharedStats() bench.SharedStats { return m.loads[0].SharedStats() }
-func (m *mixedLoad) SharedConns() []batchio.Conn    { return m.loads[0].SharedConns() }
-func (m *mixedLoad) SampleEvery() int               { return m.loads[0].SampleEvery() }
+func (m *mixedLoad) Sockets() bench.LoadSockets  { return m.loads[0].Sockets() }
+func (m *mixedLoad) SharedConns() []batchio.Conn { return m.loads[0].SharedConns() }
+func (m *mixedLoad) SampleEvery() int            { return m.loads[0].SampleEvery() }
 
 func (m *mixedLoad) ReliableMark(*bench.ReliableMark) {} // -webtransport excludes -reliable
 

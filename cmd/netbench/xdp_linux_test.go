@@ -36,3 +36,25 @@ func TestXDPFlags(t *testing.T) {
 		t.Errorf("-xdp-if eth9: %v, %+v", err, sock.XDP)
 	}
 }
+
+func TestLoadXDPFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"-load-xdp", "fast"}, io.Discard); err == nil || !strings.Contains(err.Error(), "off, native, generic or try") {
+		t.Errorf("-load-xdp fast: err = %v; want one naming the modes", err)
+	}
+	o, err := parseFlags([]string{"-load-xdp", "generic"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 127.0.0.2 is not lo's address but is on its subnet, 127.0.0.0/8.
+	x, err := loadXDP(o, netip.MustParseAddr("127.0.0.2"))
+	if err != nil || x.Mode != batchio.XDPGeneric || x.Interface != "lo" {
+		t.Errorf("loadXDP toward 127.0.0.2 = %+v, %v; want generic on lo", x, err)
+	}
+	if _, err := loadXDP(o, netip.MustParseAddr("198.18.255.254")); err == nil || !strings.Contains(err.Error(), "-load-xdp-if") {
+		t.Errorf("no interface on the subnet: err = %v; want one pointing at -load-xdp-if", err)
+	}
+	o.loadXDP = "off"
+	if x, err := loadXDP(o, netip.MustParseAddr("127.0.0.2")); err != nil || x.Mode != batchio.XDPOff {
+		t.Errorf("-load-xdp off: %+v, %v", x, err)
+	}
+}
