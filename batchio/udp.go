@@ -60,7 +60,7 @@ type udpConn struct {
 	udp   *net.UDPConn
 	ipv4  bool
 	local netip.AddrPort
-	wake  wake
+	park  *Parker
 
 	// The ring: the reader fills slots[tail%len], publishes by storing
 	// tail+1; the owner copies out slots[head%len], frees by storing head.
@@ -134,7 +134,7 @@ func listenUDP(addr netip.AddrPort, cfg Config, lim udpLimits) (*udpConn, error)
 		udp:         udp,
 		ipv4:        ipv4,
 		local:       local,
-		wake:        newWake(),
+		park:        NewParker(),
 		slots:       make([]udpSlot, lim.inbox),
 		scratch:     make([]byte, lim.maxDatagram+1),
 		recvBufWant: max(cfg.RecvBuffer, 0),
@@ -197,7 +197,7 @@ func (c *udpConn) readLoop() {
 		s.n, s.from = n, from
 		tail++
 		c.tail.Store(tail)
-		c.wake.notify()
+		c.park.Notify()
 	}
 }
 
@@ -219,7 +219,7 @@ func (c *udpConn) Stats() Stats {
 
 // Wake makes a WaitRead in progress, or the next one, return promptly,
 // from any goroutine.
-func (c *udpConn) Wake() { c.wake.poke() }
+func (c *udpConn) Wake() { c.park.Wake() }
 
 // ReadBatch copies datagrams the reader has queued into msgs without
 // blocking. A datagram longer than the next message's buffer is dropped
@@ -251,7 +251,8 @@ func (c *udpConn) ReadBatch(msgs []Message) (int, error) {
 // passes, Wake is called or the socket is closed.
 func (c *udpConn) WaitRead(deadline time.Time) error {
 	c.stats.waits.Add(1)
-	return c.wake.waitRead(deadline, &c.closed, c.waiting)
+	_, err := c.park.Wait(deadline, c.waiting, nil)
+	return err
 }
 
 // waiting reports whether the reader has queued datagrams.
@@ -314,7 +315,7 @@ func (c *udpConn) destination(a netip.AddrPort) (netip.AddrPort, bool) {
 func (c *udpConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
-		close(c.wake.done)
+		c.park.Close()
 		c.closeErr = c.udp.Close()
 		c.reader.Wait()
 	})

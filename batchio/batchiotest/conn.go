@@ -75,7 +75,7 @@ type Conn struct {
 	Block bool
 
 	local  netip.AddrPort
-	wake   wake
+	park   *batchio.Parker
 	closed atomic.Bool
 	once   sync.Once
 
@@ -101,7 +101,7 @@ var (
 
 // NewConn returns an open Conn bound to local, with nothing queued.
 func NewConn(local netip.AddrPort) *Conn {
-	return &Conn{local: local, wake: newWake()}
+	return &Conn{local: local, park: batchio.NewParker()}
 }
 
 // Push queues a copy of data from the address from, to be read by a
@@ -126,7 +126,7 @@ func (c *Conn) Push(from netip.AddrPort, data []byte) {
 	p.from = from
 	c.count++
 	c.mu.Unlock()
-	c.wake.notify()
+	c.park.Notify()
 }
 
 // Sent returns, and forgets, every datagram written and not taken yet, in
@@ -264,7 +264,8 @@ func (c *Conn) WaitRead(deadline time.Time) error {
 	if !c.Block || c.Generate != nil {
 		return nil
 	}
-	return c.wake.waitRead(deadline, &c.closed, c.waiting)
+	_, err := c.park.Wait(deadline, c.waiting, nil)
+	return err
 }
 
 // waiting reports whether pushed datagrams wait to be read.
@@ -280,7 +281,7 @@ func (c *Conn) Wake() {
 	c.mu.Lock()
 	c.stats.Wakes++
 	c.mu.Unlock()
-	c.wake.poke()
+	c.park.Wake()
 }
 
 // LocalAddr returns the address given to NewConn.
@@ -292,7 +293,7 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 func (c *Conn) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
-		close(c.wake.done)
+		c.park.Close()
 	})
 	return nil
 }

@@ -191,3 +191,11 @@ func (f *FaultConn) LocalAddr() netip.AddrPort { return f.inner.LocalAddr() }
 
 // Close closes the wrapped conn.
 func (f *FaultConn) Close() error { return f.inner.Close() }
+
+// wakeInner is a wrapper's Wake: it wakes the conn underneath, if that
+// can be woken.
+func wakeInner(c batchio.Conn) {
+	if w, ok := batchio.As[batchio.Waker](c); ok {
+		w.Wake()
+	}
+}

@@ -95,7 +95,7 @@ func (nw *MemNetwork) Listen(addr netip.AddrPort) (*MemConn, error) {
 		nw:    nw,
 		local: addr,
 		inbox: make([]memSlot, nw.cfg.InboxSize),
-		wake:  newWake(),
+		park:  batchio.NewParker(),
 	}
 	nw.conns[addr] = c
 	return c, nil
@@ -126,7 +126,7 @@ type MemStats struct {
 type MemConn struct {
 	nw    *MemNetwork
 	local netip.AddrPort
-	wake  wake
+	park  *batchio.Parker
 
 	// The inbox is a ring written by any sender and read by the owner.
 	mu    sync.Mutex
@@ -209,7 +209,7 @@ func (c *MemConn) deliver(b []byte, from netip.AddrPort, maxDatagram int) {
 	first := c.count == 1
 	c.mu.Unlock()
 	if first {
-		c.wake.notify()
+		c.park.Notify()
 	}
 }
 
@@ -247,7 +247,8 @@ func (c *MemConn) ReadBatch(msgs []batchio.Message) (int, error) {
 // WaitRead blocks until a datagram arrives, the deadline passes, Wake is
 // called or the conn is closed.
 func (c *MemConn) WaitRead(deadline time.Time) error {
-	return c.wake.waitRead(deadline, &c.closed, c.waiting)
+	_, err := c.park.Wait(deadline, c.waiting, nil)
+	return err
 }
 
 // waiting reports whether the inbox holds datagrams.
@@ -258,7 +259,7 @@ func (c *MemConn) waiting() bool {
 }
 
 // Wake makes a WaitRead in progress, or the next one, return promptly.
-func (c *MemConn) Wake() { c.wake.poke() }
+func (c *MemConn) Wake() { c.park.Wake() }
 
 // Close unbinds the address (it can be listened on again) and wakes a
 // blocked WaitRead. Datagrams still in the inbox are discarded.
@@ -270,7 +271,7 @@ func (c *MemConn) Close() error {
 		}
 		c.nw.mu.Unlock()
 		c.closed.Store(true)
-		close(c.wake.done)
+		c.park.Close()
 	})
 	return nil
 }

@@ -35,7 +35,7 @@ type ClientConn struct {
 
 	recv chan []byte
 	send chan []byte
-	parker
+	park *batchio.Parker
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -93,7 +93,7 @@ func dial(ctx context.Context, rawURL string, hdr http.Header, certHashes [][32]
 	}
 	c := &ClientConn{sess: sess, tr: tr, server: server,
 		recv: make(chan []byte, clientQueue), send: make(chan []byte, clientQueue),
-		parker: newParker()}
+		park: batchio.NewParker()}
 	if a, ok := sess.LocalAddr().(*net.UDPAddr); ok {
 		c.local = a.AddrPort()
 	}
@@ -121,7 +121,7 @@ func (c *ClientConn) readLoop() {
 		}
 		select {
 		case c.recv <- b:
-			c.notify()
+			c.park.Notify()
 		default:
 			c.dropped.Add(1)
 		}
@@ -203,13 +203,16 @@ func (c *ClientConn) WriteBatch(msgs []batchio.Message) (int, error) {
 	return sent, nil
 }
 
+// Wake ends a WaitRead in progress, or makes the next one return at once.
+func (c *ClientConn) Wake() { c.park.Wake() }
+
 // WaitRead blocks until a datagram may be waiting, the deadline, Wake,
 // the session's end or Close.
 func (c *ClientConn) WaitRead(deadline time.Time) error {
 	if c.closed.Load() {
 		return batchio.ErrClosed
 	}
-	_, err := c.wait(deadline, func() bool { return len(c.recv) > 0 }, c.sess.Context().Done())
+	_, err := c.park.Wait(deadline, func() bool { return len(c.recv) > 0 }, c.sess.Context().Done())
 	return err
 }
 
@@ -229,7 +232,7 @@ func (c *ClientConn) Done() <-chan struct{} { return c.sess.Context().Done() }
 func (c *ClientConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
-		close(c.done)
+		c.park.Close()
 		c.sess.CloseWithError(0, "")
 		c.tr.Close()
 		c.wg.Wait()

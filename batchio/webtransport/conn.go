@@ -66,8 +66,8 @@ type Conn struct {
 	closed atomic.Bool
 	epoch  time.Time
 
-	in inbox
-	parker
+	in   inbox
+	park *batchio.Parker
 
 	mu       sync.RWMutex
 	sessions map[uint64]*session
@@ -122,7 +122,7 @@ func Listen(cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("webtransport: listen %v: %w", cfg.Addr, err)
 	}
 	c := &Conn{cfg: cfg, hash: hash, udp: udp, epoch: time.Now(),
-		in: newInbox(cfg.InboxSize, cfg.SessionQueue), parker: newParker(),
+		in: newInbox(cfg.InboxSize, cfg.SessionQueue), park: batchio.NewParker(),
 		sessions: make(map[uint64]*session), conns: make(map[*quic.Conn]*quicConn),
 		adm: newAdmitter(&cfg)}
 	c.local = udp.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -450,7 +450,7 @@ func (c *Conn) receive(s *session, b []byte) {
 		c.st.dropped[r].Add(1)
 		return
 	}
-	c.notify()
+	c.park.Notify()
 }
 
 // ReadBatch fills msgs with received datagrams, each from its session's
@@ -525,13 +525,16 @@ func (c *Conn) answered(s *session) {
 	c.mu.Unlock()
 }
 
+// Wake ends a WaitRead in progress, or makes the next one return at once.
+func (c *Conn) Wake() { c.park.Wake() }
+
 // WaitRead blocks until a datagram may be waiting, the deadline, Wake or
 // Close.
 func (c *Conn) WaitRead(deadline time.Time) error {
 	if c.closed.Load() {
 		return batchio.ErrClosed
 	}
-	blocked, err := c.wait(deadline, c.in.pending, nil)
+	blocked, err := c.park.Wait(deadline, c.in.pending, nil)
 	if blocked && err == nil {
 		c.st.waits.Add(1)
 	}
@@ -576,7 +579,7 @@ func (c *Conn) Close() error {
 		sessions = append(sessions, s)
 	}
 	c.mu.Unlock()
-	close(c.done)
+	c.park.Close()
 	flushSends(sessions)
 	for _, s := range sessions {
 		s.wt.CloseWithError(ErrorCodeShutdown, "server closing")
