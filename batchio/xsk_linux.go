@@ -250,8 +250,8 @@ func (x *xsk) reclaim() {
 
 // kick makes the kernel send the transmit ring (always needed in copy
 // mode, where sending happens in this call). In copy mode it goes on
-// until the ring is empty: what is left waits for the next write, a
-// game's next tick. The call stops early with EAGAIN when its budget
+// until the ring is empty, as what is left waits for the next kick. The
+// call stops early with EAGAIN when its budget
 // runs out or the completion ring is full (reaped here), with EBUSY
 // when the device dropped a frame (the link's tx_dropped; the rest are
 // still queued), with ENOBUFS when no buffer could be had; each is

@@ -270,7 +270,7 @@ func runServerChild(o *options) error {
 				relBegin.ReadServer(relSrv)
 			}
 			marks = 0
-			xdpBegin = xdpCounters(srv)
+			xdpBegin = connCounters(srv.xdp, srv.xdpIf)
 			begin = m.take(srv.app, true)
 		case "mark":
 			// Inside the window: read first, and answer without encoding,
@@ -284,7 +284,7 @@ func runServerChild(o *options) error {
 		case "end":
 			end := m.take(srv.app, false)
 			w := serverWindow(&begin, &end)
-			w.XDP = counterDelta(xdpBegin, xdpCounters(srv))
+			w.XDP = counterDelta(xdpBegin, connCounters(srv.xdp, srv.xdpIf))
 			if relSrv != nil {
 				relEnd.ReadServer(relSrv)
 				sb, se := &relBegin, &relEnd // no marks: lead and drain's keep-alives count too

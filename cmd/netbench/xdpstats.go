@@ -9,22 +9,12 @@ import (
 	"github.com/netcode-go/netcode/batchio"
 )
 
-// xdpCounters is what the server's AF_XDP conns counted since they were
-// opened, added up, by name, with the drops of their interface (a veth
-// counts as rx_dropped the frames its program could not hand to a
-// socket, the socket's drops again): where a datagram on the AF_XDP
-// path can be lost before the server reads it or after it wrote it.
-// Nil without -xdp.
-func xdpCounters(s *server) map[string]uint64 {
-	if len(s.xdp) == 0 {
-		return nil
-	}
-	return connCounters(s.xdp, s.xdpIf)
-}
-
-// connCounters adds up the AF_XDP counters of conns, with the drops of
-// their interface ifname; nil when none of them is on the AF_XDP path (a
-// fallback to sockets).
+// connCounters is what conns counted on the AF_XDP path since they were
+// opened, added up, by name, with the drops of their interface ifname (a
+// veth counts as rx_dropped the frames its program could not hand to a
+// socket, the socket's drops again): where a datagram on the AF_XDP path
+// can be lost before it is read or after it was written. Nil when none
+// of conns is on the AF_XDP path (sockets, or a fallback to them).
 func connCounters(conns []batchio.Conn, ifname string) map[string]uint64 {
 	m := map[string]uint64{}
 	xdp := false
@@ -58,11 +48,7 @@ func connCounters(conns []batchio.Conn, ifname string) map[string]uint64 {
 // loadCounters is connCounters of the load's AF_XDP conns (nil without
 // -load-xdp).
 func (r *runner) loadCounters() map[string]uint64 {
-	conns := r.load.SharedConns()
-	if r.o.loadXDP == "off" || len(conns) == 0 {
-		return nil
-	}
-	return connCounters(conns, r.loadXDPIf)
+	return connCounters(r.load.SharedConns(), r.loadXDPIf)
 }
 
 // linkCounter reads one of an interface's statistics from sysfs (in the
