@@ -47,7 +47,10 @@
 #                   being woken after two empty polls, so the sender does
 #                   not pay a cross-core wake-up per datagram (on this
 #                   paravirtualised VM an interrupt enable is costly).
-#                   Needs ethtool.
+#                   TSO is off on both ends: with it on, veth delivers a
+#                   socket's datagrams through the sender's backlog
+#                   instead of the peer's NAPI, and the sender pays for
+#                   the receiver's stack, as on loopback. Needs ethtool.
 #   rps             receive packet steering on each end's queue, no NAPI:
 #                   the socket path as before; an XDP program attached to
 #                   an end then runs on the sender's core.
@@ -249,7 +252,11 @@ setup_side() { # NS IF ADDR CPUS
 	ip netns exec "$1" tc qdisc replace dev "$2" root pfifo limit "$qlen"
 	case $steer in
 	napi)
-		ip netns exec "$1" ethtool -K "$2" gro on
+		# tso off: veth hands a frame to the peer's NAPI only if the
+		# peer has an XDP program or the sending end cannot segment TCP
+		# (veth_skb_is_eligible_for_gro); otherwise it queues it on the
+		# sending core's backlog, and the sender pays for the receive.
+		ip netns exec "$1" ethtool -K "$2" gro on tso off
 		ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded"
 		if ((coalesce > 0)); then
 			ip netns exec "$1" sh -c "echo 2 > /sys/class/net/$2/napi_defer_hard_irqs; echo $((coalesce * 1000)) > /sys/class/net/$2/gro_flush_timeout"

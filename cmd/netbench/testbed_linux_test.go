@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,14 +116,22 @@ func TestTestbedAddresses(t *testing.T) {
 	}
 }
 
-// TestTestbedSteering: with the default steering each veth end has a
-// threaded NAPI instance pinned to its side's cores at real-time
-// priority, so each side receives on its own core (XDP included).
+// TestTestbedSteering: the testbed's NAPI threads are pinned to their
+// side's cores at SCHED_FIFO 50, and they do the receiving: with both
+// sides on sockets, a game run makes each of them run (with TSO on, veth
+// would deliver both ways through the sending core's backlog and neither
+// thread would run).
 func TestTestbedSteering(t *testing.T) {
 	needNetns(t)
-	cmd := exec.Command(testbedScript, "-t", "30", "sh", "-c",
-		`echo "cpus $TESTBED_SERVER_IF $TESTBED_SERVER_CPUS $TESTBED_LOAD_IF $TESTBED_LOAD_CPUS"; `+
-			`for p in $(pgrep '^napi/'); do echo "napi $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //') $(chrt -p $p | tr -d '\n' | sed 's/.*policy: \([A-Z_]*\).*priority: \([0-9]*\)/\1\/\2/')"; done`)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testbedScript, "-t", "60", "sh", "-c",
+		`napi() { for p in $(pgrep '^napi/'); do echo "$1 $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //') $(chrt -p $p | tr -d '\n' | sed 's/.*policy: \([A-Z_]*\).*priority: \([0-9]*\)/\1\/\2/') $(cut -d' ' -f1 /proc/$p/schedstat)"; done; }; `+
+			`echo "cpus $TESTBED_SERVER_IF $TESTBED_SERVER_CPUS $TESTBED_LOAD_IF $TESTBED_LOAD_CPUS"; napi before; `+
+			`"$0" -quiet -mode game -clients 64 -duration 2s $TESTBED_FLAGS >/dev/null || exit; napi after`, exe)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -131,28 +140,45 @@ func TestTestbedSteering(t *testing.T) {
 	}
 	want := map[string]string{} // NAPI thread name prefix -> cores
 	pinned := map[string]bool{}
+	ran := map[string]int64{} // NAPI thread -> its run time (ns) over the game run
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
 		case len(f) == 5 && f[0] == "cpus":
 			want["napi/"+f[1]+"-"], want["napi/"+f[3]+"-"] = f[2], f[4]
-		case len(f) == 4 && f[0] == "napi":
+		case len(f) == 5 && (f[0] == "before" || f[0] == "after"):
 			for prefix, cpus := range want {
-				if strings.HasPrefix(f[1], prefix) {
-					if f[2] != cpus {
-						t.Errorf("%s runs on cpus %s, want %s", f[1], f[2], cpus)
-					}
-					if f[3] != "SCHED_FIFO/50" {
-						t.Errorf("%s is scheduled %s, want SCHED_FIFO/50 (it preempts its side's process, as a softirq does)", f[1], f[3])
-					}
-					pinned[prefix] = true
+				if !strings.HasPrefix(f[1], prefix) {
+					continue
 				}
+				ns, err := strconv.ParseInt(f[4], 10, 64)
+				if err != nil {
+					t.Fatalf("schedstat of %s: %q", f[1], f[4])
+				}
+				if f[0] == "before" {
+					ran[prefix] -= ns
+					continue
+				}
+				ran[prefix] += ns
+				if f[2] != cpus {
+					t.Errorf("%s runs on cpus %s, want %s", f[1], f[2], cpus)
+				}
+				if f[3] != "SCHED_FIFO/50" {
+					t.Errorf("%s is scheduled %s, want SCHED_FIFO/50 (it preempts its side's process, as a softirq does)", f[1], f[3])
+				}
+				pinned[prefix] = true
 			}
 		}
 	}
 	if len(want) != 2 || len(pinned) != 2 {
 		t.Fatalf("NAPI threads of the veth ends: want %v, found %v:\n%s", want, pinned, out)
+	}
+	// 7,680 datagrams each way; a microsecond or more each.
+	for prefix, ns := range ran {
+		if ns < int64(time.Millisecond) {
+			t.Errorf("%s ran %v while the game sent 7,680 datagrams each way; want it to receive them (at least 1ms)", prefix, time.Duration(ns))
+		}
 	}
 }
 
