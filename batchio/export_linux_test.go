@@ -4,6 +4,7 @@ package batchio
 
 import (
 	"net/netip"
+	"syscall"
 	"testing"
 )
 
@@ -33,3 +34,7 @@ func (c TestChild) Wait()                       { c.c.wait() }
 
 // Say writes a line a parent's Expect reads.
 func Say(format string, args ...any) { say(format, args...) }
+
+// SetXDPSendto makes an AF_XDP conn's kicks call f instead of the kernel
+// (nil: the kernel again); only while the conn is not in use.
+func SetXDPSendto(c Conn, f func() syscall.Errno) { c.(*xdpConn).x.sendto = f }

@@ -164,6 +164,10 @@ type XDPStats struct {
 	RxRingFull  uint64 // dropped for a full receive ring (the reader fell behind)
 	RxFillEmpty uint64 // dropped for an empty fill ring (no frame to receive into)
 	TxInvalid   uint64 // transmit descriptors the kernel refused
+	// TxLeft counts sends that left frames in the transmit ring because
+	// the device pushed back (in copy mode); the conn's next read or
+	// wait sends them.
+	TxLeft uint64
 }
 
 // XDPStatsReader is a conn on the AF_XDP path.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,5 +63,67 @@ func TestXDPNeighbourInConnNamespace(t *testing.T) {
 	}
 	if _, tx := batchiotest.XDPTraffic(t, srv); tx != 1 {
 		t.Fatalf("%d datagrams sent over the ring, want 1", tx)
+	}
+}
+
+// TestXDPTxLeft: frames the device pushed back stay in the transmit ring
+// (counted in TxLeft) and go out at the conn's next read, with no further
+// write: in copy mode only a kick or a poll sends them, and a manual-mode
+// server reads without polling. (A wait is not tested: its poll sends.)
+func TestXDPTxLeft(t *testing.T) {
+	v := batchiotest.NewVeth(t, batchiotest.VethConfig{})
+	peer := v.B.Listen(t, netip.AddrPortFrom(v.B4, 0), batchio.Config{})
+	srv := v.ListenXDP(t, netip.AddrPortFrom(v.A4, 0), 1, batchio.Config{})[0]
+	// The peer speaks first, so the conn learns its link-layer
+	// address and answers over the ring.
+	hello := []batchio.Message{{Buf: []byte("hi"), N: 2, Addr: srv.LocalAddr()}}
+	if n, err := peer.WriteBatch(hello); n != 1 || err != nil {
+		t.Fatalf("peer WriteBatch: %d, %v", n, err)
+	}
+	in := []batchio.Message{{Buf: make([]byte, 64)}}
+	if !readOne(t, srv, in, 5*time.Second) {
+		t.Fatal("the conn got nothing in 5 s")
+	}
+	batchio.SetXDPSendto(srv, func() syscall.Errno { return syscall.EBUSY })
+	out := []batchio.Message{{Buf: []byte("pushed back"), N: 11, Addr: in[0].Addr}}
+	if n, err := srv.WriteBatch(out); n != 1 || err != nil {
+		t.Fatalf("WriteBatch: %d, %v", n, err)
+	}
+	if xs := srv.(batchio.XDPStatsReader).XDPStats(); xs.TxLeft != 1 {
+		t.Fatalf("TxLeft %d after a send the device refused, want 1", xs.TxLeft)
+	}
+	if readOne(t, peer, in, 50*time.Millisecond) {
+		t.Fatalf("the peer got %q while the device refused it", in[0].Buf[:in[0].N])
+	}
+	// The device takes frames again; the kernel's own kick runs
+	// from here on, and only the conn can call it.
+	batchio.SetXDPSendto(srv, nil)
+	if n, err := srv.ReadBatch(in); n != 0 || err != nil {
+		t.Fatalf("ReadBatch: %d, %v", n, err)
+	}
+	if !readOne(t, peer, in, 5*time.Second) {
+		t.Fatal("the peer got nothing after the conn's read")
+	}
+	if got := string(in[0].Buf[:in[0].N]); got != "pushed back" {
+		t.Fatalf("the peer got %q", got)
+	}
+}
+
+// readOne reads one datagram into in[0] within d.
+func readOne(t *testing.T, c batchio.Conn, in []batchio.Message, d time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		n, err := c.ReadBatch(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		c.WaitRead(time.Now().Add(min(time.Until(deadline), 10*time.Millisecond)))
 	}
 }

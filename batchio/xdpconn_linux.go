@@ -68,6 +68,7 @@ type xdpConn struct {
 		recvPackets, sendCalls, sendPackets, sendDropped atomic.Uint64
 		truncated, waits, recvCalls                      atomic.Uint64
 		kernRx, kernTx, malformed, noFrame, partial      atomic.Uint64
+		txLeft                                           atomic.Uint64
 		byReason                                         [framePort + 1]atomic.Uint64
 	}
 }
@@ -80,6 +81,9 @@ var (
 )
 
 const (
+	// txRetryWait is how long a wait sleeps at most while the device
+	// holds back frames of the transmit ring.
+	txRetryWait    = 100 * time.Microsecond
 	maxMACs        = 1 << 16
 	neighRefresh   = time.Second
 	kernCheckEvery = 64
@@ -232,6 +236,9 @@ func (c *xdpConn) ReadBatch(msgs []Message) (int, error) {
 	}
 	want := min(len(msgs), c.batch)
 	x := c.x
+	if x.txLeft {
+		x.kick()
+	}
 	avail := min(x.rx.available(), uint32(want))
 	got := 0
 	var u udpFrame
@@ -393,6 +400,9 @@ func (c *xdpConn) submitTx(n uint32) {
 	if x.tx.needWakeup() || !x.zeroCopy {
 		// A failed kick leaves the frames queued for the next one.
 		x.kick()
+		if x.txLeft {
+			c.stats.txLeft.Add(1)
+		}
 	}
 }
 
@@ -439,11 +449,20 @@ func (c *xdpConn) WaitRead(deadline time.Time) error {
 	for {
 		var ts *unix.Timespec
 		var t unix.Timespec
+		d := time.Duration(-1)
 		if !deadline.IsZero() {
-			d := time.Until(deadline)
-			if d <= 0 {
+			if d = time.Until(deadline); d <= 0 {
 				return nil
 			}
+		}
+		if c.x.txLeft {
+			// The poll sends what it can as it starts; after that only
+			// a kick does, so the wait comes back for one.
+			if c.x.kick(); c.x.txLeft && (d < 0 || d > txRetryWait) {
+				d = txRetryWait
+			}
+		}
+		if d >= 0 {
 			t = unix.NsecToTimespec(int64(d))
 			ts = &t
 		}
@@ -490,7 +509,7 @@ func (c *xdpConn) XDPStats() XDPStats {
 		Mode: c.att.mode, Queue: c.x.queue,
 		KernelRx: c.stats.kernRx.Load(), KernelTx: c.stats.kernTx.Load(),
 		Malformed: c.stats.malformed.Load(), NoFrame: c.stats.noFrame.Load(),
-		PartialChecksum: c.stats.partial.Load(),
+		PartialChecksum: c.stats.partial.Load(), TxLeft: c.stats.txLeft.Load(),
 	}
 	for r := range s.MalformedBy {
 		s.MalformedBy[r] = c.stats.byReason[r+1].Load()

@@ -52,6 +52,13 @@ type xsk struct {
 	free []uint64
 	// txOut counts frames in the transmit ring or awaiting completion.
 	txOut int
+	// txLeft: the last kick left frames in the transmit ring because the
+	// device pushed back. In copy mode nothing but a kick (or a poll)
+	// sends them, so reads and waits kick again until none are left.
+	txLeft bool
+	// sendto stands in for the kick's system call in tests (nil: the
+	// real one).
+	sendto func() syscall.Errno
 }
 
 func setsockoptPtr(fd, opt int, p unsafe.Pointer, n uintptr) error {
@@ -251,19 +258,26 @@ func (x *xsk) reclaim() {
 // kick makes the kernel send the transmit ring (always needed in copy
 // mode, where sending happens in this call). In copy mode it goes on
 // until the ring is empty, as what is left waits for the next kick. The
-// call stops early with EAGAIN when its budget
-// runs out or the completion ring is full (reaped here), with EBUSY
-// when the device dropped a frame (the link's tx_dropped; the rest are
+// call stops early with EAGAIN when its budget runs out or the
+// completion ring is full (reaped here), with EBUSY when the device
+// pushed back (its queue is stopped, or it dropped a frame: the rest are
 // still queued), with ENOBUFS when no buffer could be had; each is
 // retried while the kernel takes frames, at most kickTries calls. It
-// reports a hard error.
+// sets txLeft and reports a hard error.
 func (x *xsk) kick() syscall.Errno {
 	stuck := 0
+	x.txLeft = true
 	for range kickTries {
 		before := atomic.LoadUint32(x.tx.consumer)
-		_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		var e syscall.Errno
+		if x.sendto != nil {
+			e = x.sendto()
+		} else {
+			_, _, e = syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		}
 		switch e {
 		case 0:
+			x.txLeft = atomic.LoadUint32(x.tx.consumer) != x.tx.prod
 			return 0
 		case unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
 		default:
@@ -271,11 +285,12 @@ func (x *xsk) kick() syscall.Errno {
 		}
 		after := atomic.LoadUint32(x.tx.consumer)
 		if after == x.tx.prod {
+			x.txLeft = false
 			return 0
 		}
 		if after == before {
 			// No progress: a full completion ring frees up as it is
-			// reaped; else the kernel is behind, and the next kick
+			// reaped; else the device is behind, and the next kick
 			// asks again.
 			if stuck++; stuck > 1 {
 				return 0

@@ -30,6 +30,7 @@ func connCounters(conns []batchio.Conn, ifname string) map[string]uint64 {
 		m["rx_fill_empty"] += st.RxFillEmpty
 		m["tx_invalid"] += st.TxInvalid
 		m["no_frame"] += st.NoFrame
+		m["tx_left"] += st.TxLeft
 		m["kernel_rx"] += st.KernelRx
 		m["kernel_tx"] += st.KernelTx
 		m["malformed"] += st.Malformed
