@@ -43,17 +43,8 @@ func TestXDPNeighbourInConnNamespace(t *testing.T) {
 		t.Fatalf("WriteBatch: %d, %v", n, err)
 	}
 	in := []batchio.Message{{Buf: make([]byte, 64)}}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if n, err := peer.ReadBatch(in); err != nil {
-			t.Fatal(err)
-		} else if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the peer got nothing in 5 s")
-		}
-		peer.WaitRead(time.Now().Add(10 * time.Millisecond))
+	if !readOne(t, peer, in, 5*time.Second) {
+		t.Fatal("the peer got nothing in 5 s")
 	}
 	if string(in[0].Buf[:in[0].N]) != "hello" || in[0].Addr != srv.LocalAddr() {
 		t.Fatalf("peer got %q from %v", in[0].Buf[:in[0].N], in[0].Addr)
