@@ -119,6 +119,9 @@ type Step struct {
 	// load's, with -load-xdp.
 	XDP     string `json:"xdp,omitempty"`
 	LoadXDP string `json:"load_xdp,omitempty"`
+	// LoadDropped is the datagrams the load's AF_XDP path dropped on
+	// receive in the window (its rx_dropped, with -load-xdp).
+	LoadDropped uint64 `json:"load_dropped,omitempty"`
 }
 
 // Result is a run's report; its JSON form is what -json writes and what
@@ -375,12 +378,14 @@ func Busy(cpu, wait, core *float64) *float64 {
 
 // Saturation says which side was saturated: a side whose Busy came to
 // SaturatedAt of the window wanted all of its core; the load also when it
-// skipped sends to keep its schedule. Nil (not measured) is not
-// saturated.
-func Saturation(server, load *float64, sendLag uint64) string {
+// skipped sends to keep its schedule (sendLag), or dropped datagrams on
+// its own receive path (loadDropped: its AF_XDP rings overflowed), which
+// the sweep would otherwise count as the server's loss. Nil (not
+// measured) is not saturated.
+func Saturation(server, load *float64, sendLag, loadDropped uint64) string {
 	busy := func(v *float64) bool { return v != nil && *v >= SaturatedAt }
 	s := busy(server)
-	l := busy(load) || sendLag > 0
+	l := busy(load) || sendLag > 0 || loadDropped > 0
 	switch {
 	case s && l:
 		return "both"

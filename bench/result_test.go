@@ -115,18 +115,20 @@ func TestBusySaturation(t *testing.T) {
 	}
 	for _, c := range []struct {
 		server, load *float64
-		lag          uint64
+		lag, dropped uint64
 		want         string
 	}{
-		{f(0.95), f(0.5), 0, "server"},
-		{f(0.5), f(0.9), 0, "load"},
-		{f(0.5), f(0.5), 3, "load"},
-		{f(0.91), f(0.92), 0, "both"},
-		{f(0.89), nil, 0, "neither"},
-		{nil, Busy(f(0.4), nil, f(0.93)), 0, "load"},
+		{f(0.95), f(0.5), 0, 0, "server"},
+		{f(0.5), f(0.9), 0, 0, "load"},
+		{f(0.5), f(0.5), 3, 0, "load"},
+		{f(0.5), f(0.5), 0, 7, "load"}, // its AF_XDP ring overflowed
+		{f(0.95), f(0.5), 0, 7, "both"},
+		{f(0.91), f(0.92), 0, 0, "both"},
+		{f(0.89), nil, 0, 0, "neither"},
+		{nil, Busy(f(0.4), nil, f(0.93)), 0, 0, "load"},
 	} {
-		if got := Saturation(c.server, c.load, c.lag); got != c.want {
-			t.Errorf("Saturation(%s, %s, %d) = %s, want %s", val(c.server), val(c.load), c.lag, got, c.want)
+		if got := Saturation(c.server, c.load, c.lag, c.dropped); got != c.want {
+			t.Errorf("Saturation(%s, %s, %d, %d) = %s, want %s", val(c.server), val(c.load), c.lag, c.dropped, got, c.want)
 		}
 	}
 }

@@ -25,6 +25,7 @@ func TestLoadLimited(t *testing.T) {
 		{"load only far above", []bench.Step{step(256, true, "neither"), step(1024, false, "both"), step(512, false, "server"), step(384, true, "load")}, ""},
 		{"nothing sustained", []bench.Step{step(256, false, "load")}, "256 players"},
 		{"echo rates", []bench.Step{{RateHz: 60, Sustained: true}, {RateHz: 120, Saturated: "load"}}, "120 Hz"},
+		{"load dropped on receive", []bench.Step{step(256, true, "neither"), {Players: 512, Saturated: "load", LoadDropped: 9216}}, "9216 datagrams dropped on the load's receive"},
 	} {
 		got := loadLimited(c.steps)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {

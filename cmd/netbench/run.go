@@ -432,7 +432,7 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 	res.SetServer(w.server)
 	res.SetLoad(w.load)
 	res.Saturated = bench.Saturation(bench.Busy(res.ServerCPURatio, res.ServerWaitRatio, res.ServerCoreRatio),
-		bench.Busy(res.LoadCPURatio, res.LoadWaitRatio, res.LoadCoreRatio), w.tot.SendLag)
+		bench.Busy(res.LoadCPURatio, res.LoadWaitRatio, res.LoadCoreRatio), w.tot.SendLag, w.loadXDP["rx_dropped"])
 	res.Bare = o.bare
 	res.Reliable, res.ReliableLoad = o.reliable, w.rel
 	res.SampleEvery = r.load.SampleEvery()
@@ -730,8 +730,12 @@ func loadLimited(steps []bench.Step) string {
 		if st.Players > 0 {
 			n = fmt.Sprintf("%d players", st.Players)
 		}
-		return fmt.Sprintf("the load, not (only) the server, was saturated at the failing step, %s (load %s of its core +%s wait, core busy %s; server %s +%s, core busy %s): no capacity reported",
-			n, pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.LoadCoreRatio), pct(st.ServerCPURatio), pct(st.ServerWaitRatio), pct(st.ServerCoreRatio))
+		dropped := ""
+		if st.LoadDropped > 0 {
+			dropped = fmt.Sprintf(", %d datagrams dropped on the load's receive", st.LoadDropped)
+		}
+		return fmt.Sprintf("the load, not (only) the server, was saturated at the failing step, %s (load %s of its core +%s wait, core busy %s%s; server %s +%s, core busy %s): no capacity reported",
+			n, pct(st.LoadCPURatio), pct(st.LoadWaitRatio), pct(st.LoadCoreRatio), dropped, pct(st.ServerCPURatio), pct(st.ServerWaitRatio), pct(st.ServerCoreRatio))
 	}
 	return ""
 }
@@ -896,8 +900,9 @@ func setRatios(st *bench.Step, w *window) {
 	st.ServerCPURatio, st.ServerWaitRatio = r.ServerCPURatio, r.ServerWaitRatio
 	st.LoadCPURatio, st.LoadWaitRatio = r.LoadCPURatio, r.LoadWaitRatio
 	st.ServerCoreRatio, st.LoadCoreRatio = r.ServerCoreRatio, r.LoadCoreRatio
+	st.LoadDropped = w.loadXDP["rx_dropped"]
 	st.Saturated = bench.Saturation(bench.Busy(st.ServerCPURatio, st.ServerWaitRatio, st.ServerCoreRatio),
-		bench.Busy(st.LoadCPURatio, st.LoadWaitRatio, st.LoadCoreRatio), w.tot.SendLag)
+		bench.Busy(st.LoadCPURatio, st.LoadWaitRatio, st.LoadCoreRatio), w.tot.SendLag, st.LoadDropped)
 	st.XDP = w.server.XDPLine()
 	st.LoadXDP = bench.CounterLine(w.loadXDP)
 }
