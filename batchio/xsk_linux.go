@@ -263,7 +263,7 @@ func (x *xsk) reclaim() {
 // pushed back (its queue is stopped, or it dropped a frame: the rest are
 // still queued), with ENOBUFS when no buffer could be had; each is
 // retried while the kernel takes frames, at most kickTries calls. It
-// sets txLeft and reports a hard error.
+// sets txLeft when the device pushed back, and reports a hard error.
 func (x *xsk) kick() syscall.Errno {
 	stuck := 0
 	x.txLeft = true
@@ -281,6 +281,9 @@ func (x *xsk) kick() syscall.Errno {
 			return 0
 		case unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
 		default:
+			// A hard error (the device gone or down) would fail again
+			// at every read: what is left waits for the next write.
+			x.txLeft = false
 			return e
 		}
 		after := atomic.LoadUint32(x.tx.consumer)
