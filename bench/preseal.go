@@ -35,6 +35,9 @@ const (
 	// presealSlot is the room of one sealed payload packet beyond the
 	// payload: prefix, sequence (up to 8 bytes) and tag.
 	presealSlot = 1 + 8 + codec.MACBytes
+	// presealReadEvery is how long a worker seals before it reads what
+	// has arrived.
+	presealReadEvery = time.Millisecond
 )
 
 // ErrPresealLate is returned by BeginWindow when sealing the window's
@@ -156,9 +159,18 @@ func (w *muxWorker) preseal(r *sealRequest) {
 		w.sealLens = make([]uint16, total)
 	}
 	buf, lens := w.sealBuf[:total*slot], w.sealLens[:total]
+	read := time.Now()
 	for _, c := range w.clients {
 		if c.eng == nil || !c.up || c.idx >= as.n {
 			continue
+		}
+		if time.Since(read) >= presealReadEvery {
+			// Sealing a large window takes a good part of a second:
+			// the replies meanwhile would overflow the receive path
+			// and arrive stale in the window.
+			w.receive()
+			w.flush()
+			read = time.Now()
 		}
 		n := w.sealCount(c, r)
 		if n == 0 || c.eng.ReserveSequences(presealGap, n) != nil {

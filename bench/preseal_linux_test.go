@@ -83,6 +83,51 @@ func TestEndToEndPresealed(t *testing.T) {
 	}
 }
 
+// readCounter counts a worker's reads.
+type readCounter struct {
+	batchio.Conn
+	reads atomic.Int64
+}
+
+func (c *readCounter) ReadBatch(msgs []batchio.Message) (int, error) {
+	c.reads.Add(1)
+	return c.Conn.ReadBatch(msgs)
+}
+
+func (c *readCounter) Unwrap() batchio.Conn { return c.Conn }
+
+// TestPresealReads: a worker sealing a long window ahead goes on reading
+// its socket, so the replies that arrive meanwhile are not left to
+// overflow it.
+func TestPresealReads(t *testing.T) {
+	const clients, rate, d = 400, 60, 10 * time.Second
+	key := testKey(t)
+	_, addr := startTestEcho(t, key, clients)
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
+		Sockets: SocketsShared, Workers: 1, PresealLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { load.Close() })
+	rc := &readCounter{Conn: load.workers[0].conn}
+	load.workers[0].conn = rc
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != clients {
+		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+	r0, t0 := rc.reads.Load(), time.Now()
+	if err := load.BeginWindow(rate, time.Now().Add(time.Minute), d); err != nil {
+		t.Fatal(err)
+	}
+	took, reads := time.Since(t0), rc.reads.Load()-r0
+	// One read every presealReadEvery while sealing; a worker that only
+	// seals reads at most once before it starts and once after.
+	if want := int64(took / presealReadEvery / 4); took > 20*presealReadEvery && reads < want {
+		t.Fatalf("%d reads while sealing for %v; want at least %d", reads, took, want)
+	}
+	t.Logf("sealed %d payloads in %v with %d reads", clients*(rate*10+1), took, reads)
+}
+
 // TestPresealLimit: a window whose sealed payloads would exceed the limit
 // is refused with an error naming the limit, and changes nothing.
 func TestPresealLimit(t *testing.T) {
