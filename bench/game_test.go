@@ -211,4 +211,11 @@ func TestSendGridPhase(t *testing.T) {
 	if p := l.phase(&loadClient{idx: 1}, 10*time.Millisecond); p != 10*time.Millisecond/n {
 		t.Errorf("a grid over a tenth of the interval moved client 1 to %v", p)
 	}
+	// A sweep's step with a quarter of the clients active spreads their
+	// sends over the whole interval, not over its first quarter.
+	l.cfg.SendGrid = 0
+	l.active.Store(&activeSet{n: n / 4})
+	if p := l.phase(&loadClient{idx: n/4 - 1}, interval); p < interval*9/10 || p >= interval {
+		t.Errorf("the last of %d active clients of %d sends at %v in an interval of %v; want within its last tenth", n/4, n, p, interval)
+	}
 }

@@ -1241,11 +1241,16 @@ func (l *Load) send(c *loadClient, now time.Time) {
 const maxSendGrid = 10 * time.Millisecond
 
 // phase is client c's first send in a window of the given interval: the
-// clients' sends spread evenly over one interval, each rounded down to a
-// multiple of SendGrid (when set), so that clients sharing a grid slot
-// send together.
+// active clients' sends spread evenly over one interval (a sweep's step
+// has fewer than the load was made with: spread over all of them, its
+// sends would come in a burst), each rounded down to a multiple of
+// SendGrid (when set), so that clients sharing a grid slot send together.
 func (l *Load) phase(c *loadClient, interval time.Duration) time.Duration {
-	p := interval * time.Duration(c.idx) / time.Duration(len(l.clients))
+	n := len(l.clients)
+	if as := l.active.Load(); as != nil && as.n > c.idx {
+		n = as.n
+	}
+	p := interval * time.Duration(c.idx) / time.Duration(n)
 	if g := l.cfg.SendGrid; g > 0 && g*10 <= interval {
 		p -= p % g
 	}

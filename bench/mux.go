@@ -19,6 +19,10 @@ const (
 	// muxRecvBatches bounds the batches one pass reads before it runs the
 	// clients' timers, so a flood of echoes cannot starve the sends.
 	muxRecvBatches = 16
+	// muxTickBatch bounds the clients one pass ticks before it reads
+	// again, so a crowd of due clients cannot leave the replies to pile
+	// up (and be timed late) for long.
+	muxTickBatch = 256
 	// muxSocketBuffer is each shared socket's buffer size: it carries the
 	// traffic of many clients.
 	muxSocketBuffer = 8 << 20
@@ -244,15 +248,11 @@ func (w *muxWorker) run() {
 			return
 		}
 		now = time.Now()
-		nowNs := int64(now.Sub(l.start))
-		for range w.clients {
-			j, at := w.wakes.top()
-			if j < 0 || at > nowNs {
-				break
-			}
-			w.tick(j, now)
-		}
+		more := w.tickDue(now)
 		w.flush()
+		if more {
+			continue // read what has come in before ticking the rest
+		}
 		deadline := time.Time{}
 		if j, at := w.wakes.top(); j >= 0 && at != maxWake {
 			deadline = l.start.Add(time.Duration(at))
@@ -263,6 +263,21 @@ func (w *muxWorker) run() {
 			}
 		}
 	}
+}
+
+// tickDue ticks the clients whose wake time has come, at most
+// muxTickBatch of them, and reports whether more are due.
+func (w *muxWorker) tickDue(now time.Time) bool {
+	nowNs := int64(now.Sub(w.l.start))
+	for range muxTickBatch {
+		j, at := w.wakes.top()
+		if j < 0 || at > nowNs {
+			return false
+		}
+		w.tick(j, now)
+	}
+	j, at := w.wakes.top()
+	return j >= 0 && at <= nowNs
 }
 
 // receive reads up to muxRecvBatches batches and ticks each client that

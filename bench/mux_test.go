@@ -111,3 +111,32 @@ func TestSharedLoadAllocs(t *testing.T) {
 		t.Fatalf("%.1f allocations per 20 ms of steady load; want 0", allocs)
 	}
 }
+
+// TestTickDueBounded: a pass ticks at most muxTickBatch due clients and
+// says when more are due, so the worker reads before ticking the rest.
+func TestTickDueBounded(t *testing.T) {
+	const n = 2*muxTickBatch + 88
+	l := &Load{start: time.Now()}
+	l.active.Store(&activeSet{}) // no client active: a tick parks it
+	w := &muxWorker{l: l}
+	w.wakes.init(n)
+	for i := range n {
+		w.clients = append(w.clients, &loadClient{idx: i})
+		w.wakes.set(i, 0)
+	}
+	parked := func() (k int) {
+		for j := range n {
+			if w.wakes.at[j] == maxWake {
+				k++
+			}
+		}
+		return k
+	}
+	now := l.start.Add(time.Millisecond)
+	for pass, want := range []int{muxTickBatch, 2 * muxTickBatch, n} {
+		more := w.tickDue(now)
+		if got := parked(); got != want || more != (want < n) {
+			t.Fatalf("pass %d: %d clients ticked, more %v; want %d, more %v", pass, got, more, want, want < n)
+		}
+	}
+}
