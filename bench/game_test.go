@@ -142,6 +142,34 @@ func TestGameServerTick(t *testing.T) {
 	}
 }
 
+// TestGameDrainUntil: a drain stops once its time is up, leaving the
+// rest of a backlog to the next read, and otherwise reads it all.
+func TestGameDrainUntil(t *testing.T) {
+	const perClient = 400
+	m := newMemGame(t, 4)
+	in := make([]byte, 64)
+	for _, c := range m.clients {
+		for k := range perClient {
+			PutStamp(in, 0, uint64(k))
+			if err := c.SendPacket(in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Flush()
+	}
+	now := time.Now()
+	before := m.g.local.inputs // published at the next tick
+	m.g.drain(now, now)
+	first := m.g.local.inputs - before
+	if first == 0 || first >= 4*perClient {
+		t.Fatalf("a drain out of time read %d of %d inputs; want one pass's worth", first, 4*perClient)
+	}
+	m.g.drain(now, now.Add(time.Hour))
+	if got := m.g.local.inputs - before; got != 4*perClient {
+		t.Fatalf("drains read %d of %d inputs", got, 4*perClient)
+	}
+}
+
 // TestGameServerSteadyStateAllocs: a tick of the game server (inputs in,
 // a snapshot to every client out, through a manual-mode engine server)
 // allocates nothing.

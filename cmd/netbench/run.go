@@ -857,8 +857,9 @@ func tickP99(s *bench.ServerWindow) string {
 }
 
 // gameStepOf judges a game sweep's step: every active player connected,
-// at most gameMaxLoss of the snapshots missing, p99 under one tick
-// interval, and the inputs sent as scheduled.
+// at most gameMaxLoss of the snapshots missing and of the inputs (when
+// the server's window is known), p99 under one tick interval, and the
+// inputs sent as scheduled.
 func gameStepOf(w *window, tickHz float64) bench.Step {
 	p := bench.PercentilesOf(w.tot.Hist)
 	st := bench.Step{
@@ -882,6 +883,10 @@ func gameStepOf(w *window, tickHz float64) bench.Step {
 		st.Why = "no snapshots"
 	case st.LossRatio > gameMaxLoss:
 		st.Why = "loss > 0.1%"
+	case w.server != nil && float64(w.server.Inputs) < (1-gameMaxLoss)*float64(w.tot.Inputs):
+		// A server that reads only until its next tick leaves what it
+		// cannot read to its socket, which drops it when full.
+		st.Why = "inputs lost > 0.1%"
 	case p.P99 > interval:
 		st.Why = "p99 > one tick"
 	case st.OfferedPPS < sweepMinOffered*inputs:
