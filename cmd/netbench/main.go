@@ -170,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.plotPath, "plot", "", "write a latency-by-percentile chart to `FILE.svg`; with JSON files as arguments, plot those instead of running")
 	fs.StringVar(&o.keyHex, "key", "", "32-byte private key as 64 hex digits (default: random; required with -serve and -target)")
 	fs.StringVar(&o.protoHex, "protocol", "", fmt.Sprintf("protocol id in hex (default %x)", uint64(defaultProtocolID)))
-	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms and report the highest sustained rate; in game mode, raise the players from -clients until loss > 0.1% or p99 > one tick and report the most")
+	fs.BoolVar(&o.sweep, "sweep", false, "raise the offered load step by step until loss > 1% or p99 > 10 ms and report the highest sustained rate; in game mode, raise the players from -clients until snapshot or input loss > 0.1% or p99 > one tick and report the most")
 	fs.StringVar(&o.mode, "mode", "echo", "echo (payload round trips), game (ticks and snapshots), handshake (connections per second), flood (bad requests while clients play) or messages (reliable-ordered messages of -size at -rate and an unreliable stream over message channels, in process)")
 	fs.BoolVar(&o.noShed, "no-shed", false, "turn off the server's kernel shedding of connection-request floods (engine.ServerConfig.DisableRequestShedding), to measure what it buys")
 	fs.IntVar(&o.decryptRate, "decrypt-rate", 0, "server's connect-token decryptions per second per shard (engine.ServerConfig.TokenDecryptsPerSecond; 0: the default, -1: no limit)")
