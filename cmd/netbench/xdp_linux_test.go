@@ -47,8 +47,8 @@ func TestLoadXDPFlags(t *testing.T) {
 	}
 	// 127.0.0.2 is not lo's address but is on its subnet, 127.0.0.0/8.
 	x, err := loadXDP(o, netip.MustParseAddr("127.0.0.2"))
-	if err != nil || x.Mode != batchio.XDPGeneric || x.Interface != "lo" {
-		t.Errorf("loadXDP toward 127.0.0.2 = %+v, %v; want generic on lo", x, err)
+	if err != nil || x.Mode != batchio.XDPGeneric || x.Interface != "lo" || x.Frames != loadXDPFrames {
+		t.Errorf("loadXDP toward 127.0.0.2 = %+v, %v; want generic on lo with %d frames", x, err, loadXDPFrames)
 	}
 	if _, err := loadXDP(o, netip.MustParseAddr("198.18.255.254")); err == nil || !strings.Contains(err.Error(), "-load-xdp-if") {
 		t.Errorf("no interface on the subnet: err = %v; want one pointing at -load-xdp-if", err)
