@@ -20,18 +20,7 @@ import (
 // timed from its payload's sealed stamp.
 func TestEndToEndPresealed(t *testing.T) {
 	const clients, rate, d = 300, 50, time.Second
-	key := testKey(t)
-	echo, addr := startTestEcho(t, key, clients)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
-		Sockets: SocketsShared, Workers: 2, PresealLimit: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { load.Close() })
-	load.Start()
-	if n := load.WaitConnected(10*time.Second, nil); n != clients {
-		t.Fatalf("%d of %d clients connected", n, clients)
-	}
+	echo, load := presealedLoad(t, clients, 2, nil)
 	if want := int64(clients) * (rate + 1) * (100 + presealSlot + 2); load.PresealBytes(rate, d) != want {
 		t.Fatalf("PresealBytes = %d; want %d", load.PresealBytes(rate, d), want)
 	}
@@ -101,20 +90,11 @@ func (c *readCounter) Unwrap() batchio.Conn { return c.Conn }
 // overflow it.
 func TestPresealReads(t *testing.T) {
 	const clients, rate, d = 400, 60, 10 * time.Second
-	key := testKey(t)
-	_, addr := startTestEcho(t, key, clients)
-	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
-		Sockets: SocketsShared, Workers: 1, PresealLimit: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { load.Close() })
-	rc := &readCounter{Conn: load.workers[0].conn}
-	load.workers[0].conn = rc
-	load.Start()
-	if n := load.WaitConnected(10*time.Second, nil); n != clients {
-		t.Fatalf("%d of %d clients connected", n, clients)
-	}
+	var rc *readCounter
+	_, load := presealedLoad(t, clients, 1, func(l *Load) {
+		rc = &readCounter{Conn: l.workers[0].conn}
+		l.workers[0].conn = rc
+	})
 	r0, t0 := rc.reads.Load(), time.Now()
 	if err := load.BeginWindow(rate, time.Now().Add(time.Minute), d); err != nil {
 		t.Fatal(err)
@@ -126,6 +106,29 @@ func TestPresealReads(t *testing.T) {
 		t.Fatalf("%d reads while sealing for %v; want at least %d", reads, took, want)
 	}
 	t.Logf("sealed %d payloads in %v with %d reads", clients*(rate*10+1), took, reads)
+}
+
+// presealedLoad starts an echo server and a shared-socket load of
+// clients on workers that seals ahead, runs before (if not nil) on the
+// load before it starts, and waits for every client to connect.
+func presealedLoad(t *testing.T, clients, workers int, before func(*Load)) (*EchoServer, *Load) {
+	t.Helper()
+	key := testKey(t)
+	echo, addr := startTestEcho(t, key, clients)
+	load, err := NewLoad(LoadConfig{Server: addr, PrivateKey: key, ProtocolID: testProtocolID, Clients: clients, PayloadBytes: 100,
+		Sockets: SocketsShared, Workers: workers, PresealLimit: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { load.Close() })
+	if before != nil {
+		before(load)
+	}
+	load.Start()
+	if n := load.WaitConnected(10*time.Second, nil); n != clients {
+		t.Fatalf("%d of %d clients connected", n, clients)
+	}
+	return echo, load
 }
 
 // TestPresealLimit: a window whose sealed payloads would exceed the limit
