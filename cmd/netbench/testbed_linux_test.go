@@ -192,25 +192,34 @@ func TestTestbedXDPLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir() + "/r.json"
-	cmd := exec.Command(testbedScript, "-t", "60", "sh", "-c",
-		`exec "$0" -quiet -mode game -clients 64 -duration 2s $TESTBED_FLAGS -xdp native -load-xdp native -json "$1"`, exe, out)
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		if strings.Contains(string(b), "XDP") && strings.Contains(string(b), "not supported") {
-			t.Skipf("no native XDP on veth here: %s", b)
+	var r *bench.Result
+	// A server starved of its core for a quarter second by the other
+	// packages' tests (CI runs them side by side) misses whole ticks: one
+	// more try before calling the loss a failure.
+	for attempt := 1; ; attempt++ {
+		out := t.TempDir() + "/r.json"
+		cmd := exec.Command(testbedScript, "-t", "60", "sh", "-c",
+			`exec "$0" -quiet -mode game -clients 64 -duration 2s $TESTBED_FLAGS -xdp native -load-xdp native -json "$1"`, exe, out)
+		cmd.Env = append(os.Environ(), mainEnv+"=1")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			if strings.Contains(string(b), "XDP") && strings.Contains(string(b), "not supported") {
+				t.Skipf("no native XDP on veth here: %s", b)
+			}
+			t.Fatalf("netbench on the testbed: %v\n%s", err, b)
 		}
-		t.Fatalf("netbench on the testbed: %v\n%s", err, b)
-	}
-	r, err := bench.ReadResultFile(out)
-	if err != nil {
-		t.Fatal(err)
+		if r, err = bench.ReadResultFile(out); err != nil {
+			t.Fatal(err)
+		}
+		if r.Received > 0 && r.LossRatio <= 0.05 {
+			break
+		}
+		if attempt == 2 {
+			t.Fatalf("received %d snapshots, loss %.2f%%; want them all but a few", r.Received, 100*r.LossRatio)
+		}
+		t.Logf("attempt %d: received %d snapshots, loss %.2f%%", attempt, r.Received, 100*r.LossRatio)
 	}
 	if r.XDP != "native" || r.LoadXDP != "native" {
 		t.Errorf("xdp %q, load_xdp %q; want native for both", r.XDP, r.LoadXDP)
-	}
-	if r.Received == 0 || r.LossRatio > 0.05 {
-		t.Errorf("received %d snapshots, loss %.2f%%; want them all but a few", r.Received, 100*r.LossRatio)
 	}
 	c := r.LoadXDPCounters
 	if c == nil || c["kernel_rx"] != 0 || c["rx_dropped"] != 0 || c["malformed"] != 0 {
