@@ -3,6 +3,8 @@ package batchio
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cilium/ebpf/asm"
 )
 
 // XDPMode selects how Listen and ListenGroup move datagrams: through the
@@ -103,6 +105,17 @@ type XDP struct {
 	// all a burst of writes has before the peer's side of the link has
 	// taken them (XDPStats.NoFrame).
 	Frames int
+	// Prefilter, if set, runs in the program on each datagram it would
+	// hand to a socket, before it does. It starts with R6 the xdp_md,
+	// R2 and R3 the frame's start and end, R4 its UDP header (bounds
+	// checked: the header is in the frame) and R5 the IP version (4 or
+	// 6); it may use every register but R6 (and R10, the stack), and
+	// ends by returning a verdict (XDP_DROP: 1) or by jumping to the label
+	// "redirect", which hands the datagram on as if there were no
+	// prefilter. Its own labels must not start with "nc_". It is how a
+	// load generator counts the replies it would only count anyway in the
+	// kernel (bench); a program that fails the verifier fails Listen.
+	Prefilter asm.Instructions
 }
 
 // XDPFrameSize is the size of one UMEM frame: a datagram up to the MTU of
@@ -127,6 +140,9 @@ func (x *XDP) validate() error {
 		return fmt.Errorf("batchio: XDP mode %d; want XDPOff, XDPNative, XDPGeneric or XDPTry", int(x.Mode))
 	}
 	if x.Mode == XDPOff {
+		if len(x.Prefilter) > 0 {
+			return errors.New("batchio: XDP Prefilter needs an XDP Mode other than XDPOff")
+		}
 		return nil
 	}
 	if x.Interface == "" {

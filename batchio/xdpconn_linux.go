@@ -132,7 +132,7 @@ func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err e
 		return nil, fmt.Errorf("batchio: XDP on %s: %d conns but %d receive queues; want at most one conn per queue", iface.Name, len(kerns), queues)
 	}
 	bound := local.Addr()
-	f := xdpFilter{port: local.Port(), addr: bound, mtu: iface.MTU}
+	f := xdpFilter{port: local.Port(), addr: bound, mtu: iface.MTU, pre: xc.Prefilter}
 	// An unspecified address takes both families, as the program sees
 	// them; a bound one only its own.
 	f.v4 = bound.Is4() || bound.IsUnspecified()

@@ -55,6 +55,7 @@ type xdpFilter struct {
 	addr     netip.Addr // unspecified: any
 	mtu      int        // longer frames go to the kernel
 	xskMapFD int
+	pre      asm.Instructions // XDP.Prefilter
 }
 
 func xdpProgram(f xdpFilter) asm.Instructions {
@@ -104,7 +105,10 @@ func xdpProgram(f xdpFilter) asm.Instructions {
 		insns = append(insns,
 			asm.LoadMem(asm.R5, asm.R2, udpDstOff4, asm.Half),
 			asm.JNE.Imm(asm.R5, le16(f.port), "pass"),
-			asm.Ja.Label("redirect"),
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, ipv4Off+ipv4HeaderLen),
+			asm.Mov.Imm(asm.R5, 4),
+			asm.Ja.Label("nc_prefilter"),
 		)
 	}
 	if f.v6 {
@@ -128,8 +132,14 @@ func xdpProgram(f xdpFilter) asm.Instructions {
 		insns = append(insns,
 			asm.LoadMem(asm.R5, asm.R2, udpDstOff6, asm.Half),
 			asm.JNE.Imm(asm.R5, le16(f.port), "pass"),
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, ipv6Off+ipv6HeaderLen),
+			asm.Mov.Imm(asm.R5, 6),
 		)
 	}
+	// The prefilter (or, without one, the redirect) follows.
+	insns = append(insns, asm.Mov.Reg(asm.R5, asm.R5).WithSymbol("nc_prefilter"))
+	insns = append(insns, f.pre...)
 	return append(insns,
 		asm.LoadMem(asm.R2, asm.R6, xdpRxQueue, asm.Word).WithSymbol("redirect"),
 		asm.LoadMapPtr(asm.R1, f.xskMapFD),
