@@ -38,9 +38,14 @@
 // With LoadConfig.SampleEvery N only every N-th client opens and times
 // its replies; the others count them by address, size and the packet
 // sequence the standard sends in the clear (duplicates too), without
-// opening them, except one a second (so their sessions do not time out)
-// and game snapshots that arrive near the window's edges (opened to place
-// them in or out of it by their stamp). Every client still runs the full
+// opening them, except one a second (so their sessions do not time out;
+// the clients' turns are staggered) and, in a game window, the first
+// snapshot sent in it and the first sent after it: the server numbers a
+// client's packets in the order it sends them, so those two place every
+// other snapshot in or out of the window. On AF_XDP (LoadConfig.XDP, game
+// mode) the counting happens in the load's XDP program, which drops what
+// it counted: the load's ring and process see only what a client opens.
+// Every client still runs the full
 // protocol: handshake, sealed payloads and keep-alives, so the server's
 // work is unchanged. Clients on shared sockets send with one sendmmsg per
 // batch across clients; UDP GSO cannot join them, since its segments

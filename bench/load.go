@@ -49,8 +49,12 @@ const (
 	gameClientQueue = 8
 	// fullPathEvery is how often a client that does not open its replies
 	// (LoadConfig.SampleEvery) still hands one to its engine client, which
-	// would otherwise time the connection out.
-	fullPathEvery = time.Second
+	// would otherwise time the connection out. fullPathSpread spreads the
+	// clients' turns: clients that opened a reply at the same moment (at a
+	// window's start) would otherwise all open one in the same tick a
+	// second later, and every second after.
+	fullPathEvery  = time.Second
+	fullPathSpread = fullPathEvery / 2
 	// lateLimit is how long after a game window's end a snapshot sent in
 	// it is still counted.
 	lateLimit = time.Second
@@ -169,7 +173,9 @@ type LoadConfig struct {
 	// than XDPOff): the load's own datagrams then skip the kernel's UDP
 	// stack, as the server's do with its own XDP config. Shared sockets
 	// and one worker only, since an interface takes one AF_XDP group and
-	// a veth end has one receive queue.
+	// a veth end has one receive queue. In game mode with SampleEvery
+	// above 1 the load sets XDP.Prefilter: its program counts and drops
+	// the snapshots of the clients that do not open them (kernelCounter).
 	XDP batchio.XDP
 	// Dial, if set, makes client i's conn instead of a UDP socket: clients
 	// over another transport, such as WebTransport sessions for
@@ -244,6 +250,9 @@ type LoadTotals struct {
 	Ticks           uint64
 	ClientsWithLoss int
 	WorstClientLoss float64
+	// KernelCounted is how many of Received the load's XDP program
+	// counted (and dropped) for clients that do not open them.
+	KernelCounted uint64
 	// Hist is a merged copy of the window's latencies (nanoseconds): echo
 	// round trips, or the snapshots' send-to-receipt times, of the clients
 	// that open their replies.
@@ -307,8 +316,13 @@ type loadClient struct {
 	running bool // connecting or connected (started and not deactivated)
 	sampled bool // opens and times every reply
 	// lastFull is when a reply last went to the engine client (clients
-	// that are not sampled).
+	// that are not sampled), less the client's share of fullPathSpread.
 	lastFull time.Time
+	// edges places a game window's snapshots by packet sequence, so the
+	// client opens few of them (placeByEdges); kslot is its entry in
+	// Load.kc (its index in its worker).
+	edges seqEdges
+	kslot int
 	// got: the worker has datagrams for the client (shared sockets);
 	// lastUpdate is when its engine client last ran (see updateEvery).
 	got        bool
@@ -353,8 +367,10 @@ type Load struct {
 
 	startWall int64 // l.start in Unix nanoseconds: snapshot stamps' clock
 	sample    int   // the effective SampleEvery
-	replySize int   // the payload size of a reply: echo or snapshot
-	margin    int64 // game: ns at each window edge where every client opens its snapshots
+	// kc counts the unsampled clients' snapshots in the load's XDP
+	// program (game mode on AF_XDP), nil otherwise.
+	kc        *kernelCounter
+	replySize int // the payload size of a reply: echo or snapshot
 
 	gen      atomic.Uint64 // bumped when the fields below change
 	interval atomic.Int64  // ns between sends per client; 0: paused
@@ -528,10 +544,17 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 	l.replySize = cfg.PayloadBytes
 	if cfg.Mode == LoadGame {
 		l.replySize = cfg.SnapshotBytes
-		l.margin = max(int64(3*float64(time.Second)/cfg.TickHz), int64(20*time.Millisecond))
 	}
 	l.winStart.Store(noWindow)
 	l.active.Store(&activeSet{n: cfg.Active})
+	if cfg.XDP.Mode != batchio.XDPOff && cfg.Mode == LoadGame && l.sample > 1 {
+		// One worker (normalize): its clients are the counter's.
+		kc, pre, err := newKernelCounter(cfg.Clients, l.net, l.replySize, cfg.Bare)
+		if err != nil {
+			return nil, err
+		}
+		l.kc, l.cfg.XDP.Prefilter = kc, pre
+	}
 	if cfg.Sockets == SocketsShared {
 		l.workers = make([]*muxWorker, 0, cfg.Workers)
 		for range cfg.Workers {
@@ -541,6 +564,13 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 				return nil, err
 			}
 			l.workers = append(l.workers, w)
+		}
+	}
+	if l.kc != nil {
+		if _, ok := l.workers[0].conn.(batchio.XDPStatsReader); !ok {
+			// XDPTry fell back to the socket path: no program.
+			l.kc.close()
+			l.kc = nil
 		}
 	}
 	l.clients = make([]*loadClient, 0, cfg.Clients)
@@ -689,8 +719,13 @@ func (l *Load) Active() int { return l.active.Load().n }
 func (l *Load) SampleEvery() int { return l.sample }
 
 // SocketPackets returns the datagrams the load's sockets received and
-// sent so far, where the sockets count them (batchio's do).
+// sent so far, where the sockets count them (batchio's do); in includes
+// the replies its XDP program took before they reached a socket (Load.kc),
+// which the load's core handled all the same.
 func (l *Load) SocketPackets() (in, out uint64) {
+	if l.kc != nil {
+		in = l.kc.taken()
+	}
 	add := func(c batchio.Conn) {
 		if st, ok := batchio.As[batchio.StatsReader](c); ok {
 			m := st.Stats()
@@ -798,6 +833,9 @@ func (l *Load) BeginWindow(rateHz float64, start time.Time, d time.Duration) err
 	if d > 0 {
 		l.winEnd.Store(startNs + int64(d))
 	}
+	if l.kc != nil {
+		l.kc.beginWindow(l.start, startNs, l.winEnd.Load())
+	}
 	l.SetRate(rateHz)
 	return nil
 }
@@ -854,7 +892,16 @@ func (l *Load) gameTotals(t *LoadTotals) {
 		t.Ticks = t.tickHi - t.tickLo + 1
 	}
 	for _, c := range l.clients[:t.Active] {
-		r := min(c.winRecv.Load(), t.Ticks)
+		r := c.winRecv.Load()
+		if l.kc != nil {
+			k := l.kc.since(c.kslot)
+			r += k.recv
+			t.KernelCounted += k.recv
+			t.Duplicates += k.dup
+			t.Reordered += k.reord
+			t.TooOld += k.old
+		}
+		r = min(r, t.Ticks)
 		t.Received += r
 		if r < t.Ticks {
 			t.ClientsWithLoss++
@@ -896,7 +943,11 @@ func (l *Load) Close() error {
 		w.wake()
 	}
 	l.wg.Wait()
-	return l.closeConns()
+	err := l.closeConns()
+	if l.kc != nil {
+		err = errors.Join(err, l.kc.close())
+	}
+	return err
 }
 
 // setUp keeps the connected count in step with the client's state.
@@ -906,6 +957,9 @@ func (l *Load) setUp(c *loadClient, up bool) {
 	}
 	c.up = up
 	c.ever = c.ever || up
+	if l.kc != nil && !c.sampled {
+		l.kc.setCounting(c.kslot, up)
+	}
 	if up {
 		l.connected.Add(1)
 	} else {
@@ -1146,6 +1200,9 @@ func (l *Load) snapshot(c *loadClient, s *loadShard, p []byte, pseq uint64, now 
 		s.Bad++
 		return
 	}
+	if c.edges.learn(l.winStart.Load(), l.winEnd.Load(), sendWall-l.startWall, pseq) && l.kc != nil && !c.sampled {
+		l.kc.learn(c.kslot, &c.edges)
+	}
 	if !l.inWindow(sendWall - l.startWall) {
 		return
 	}
@@ -1168,27 +1225,75 @@ func (l *Load) inWindow(t int64) bool {
 	return start != noWindow && t >= start && (end == 0 || t < end)
 }
 
-// Where a game reply that a client does not open falls (fastZone).
+// seqEdges are the first packet sequences a client was sent in a game
+// window and at or after its end, learnt from snapshots it opened. The
+// server numbers a client's packets in the order it sends them, so with
+// them a snapshot is placed in or out of the window by its clear sequence.
+type seqEdges struct {
+	start    int64 // the window they belong to (Load.winStart)
+	from, to uint64
+	haveFrom bool
+	haveTo   bool
+}
+
+// reset forgets the edges of an earlier window.
+func (e *seqEdges) reset(start int64) {
+	if e.start != start {
+		*e = seqEdges{start: start}
+	}
+}
+
+// learn files an opened snapshot with packet sequence seq, sent at sent
+// (ns since the load's start), for the window [start, end), and reports
+// whether it learnt an edge.
+func (e *seqEdges) learn(start, end, sent int64, seq uint64) bool {
+	if start == noWindow {
+		return false
+	}
+	e.reset(start)
+	learnt := false
+	if sent >= start && !e.haveFrom {
+		e.from, e.haveFrom, learnt = seq, true, true
+	}
+	if end != 0 && sent >= end && !e.haveTo {
+		e.to, e.haveTo, learnt = seq, true, true
+	}
+	return learnt
+}
+
+// Where a game reply that a client does not open falls (placeByEdges).
 const (
 	zoneIgnore = iota // outside the window: not counted
-	zoneCount         // certainly in the window: counted unopened
-	zoneOpen          // near an edge: opened to read its stamp
+	zoneCount         // in the window: counted unopened
+	zoneOpen          // not known yet: opened to read its stamp
 )
 
-// fastZone places a snapshot that arrived at t (ns since the load's
-// start) relative to the window. A snapshot is sent before it arrives, so
-// one that arrives before the window's start was sent before it; one
-// that arrives more than the margin after the start was sent after it, if
-// its latency is below the margin (several tick intervals: the sweep
-// fails steps whose p99 is above one). Near the edges the clients open
-// snapshots and go by the stamp.
-func (l *Load) fastZone(t int64) int {
+// placeByEdges places client c's snapshot with packet sequence seq that
+// arrived at t (ns since the load's start) relative to the window. A
+// snapshot is sent before it arrives, so one that arrives before the
+// window's start was sent before it, and one that arrives before its end
+// was sent before that. Otherwise its sequence places it, once the client
+// has opened the window's first snapshot (and, after the end, the first
+// one sent after it): every client opens about two snapshots a window,
+// whatever the latency.
+func (l *Load) placeByEdges(c *loadClient, seq uint64, t int64) int {
 	start, end := l.winStart.Load(), l.winEnd.Load()
-	switch {
-	case start == noWindow || t < start || (end != 0 && t >= end+int64(lateLimit)):
+	if start == noWindow || t < start || (end != 0 && t >= end+int64(lateLimit)) {
 		return zoneIgnore
-	case t < start+l.margin || (end != 0 && t >= end-l.margin):
+	}
+	e := &c.edges
+	e.reset(start)
+	switch {
+	case !e.haveFrom:
 		return zoneOpen
+	case seq < e.from:
+		return zoneIgnore
+	case end == 0 || t < end:
+		return zoneCount
+	case !e.haveTo:
+		return zoneOpen
+	case seq >= e.to:
+		return zoneIgnore
 	}
 	return zoneCount
 }

@@ -206,7 +206,10 @@ func (w *muxWorker) wake() {
 }
 
 // adopt registers the clients attached to this worker, in attach order.
-func (w *muxWorker) adopt(c *loadClient) { w.clients = append(w.clients, c) }
+func (w *muxWorker) adopt(c *loadClient) {
+	c.kslot = len(w.clients)
+	w.clients = append(w.clients, c)
+}
 
 // run is the worker's goroutine: it loops: read batches and tick the
 // clients they were for, tick the clients whose time has come (a client
@@ -306,7 +309,7 @@ func (w *muxWorker) receive() bool {
 			if w.account(w.clients[j], &w.rx[i], now) {
 				continue
 			}
-			w.clients[j].lastFull = now
+			w.clients[j].lastFull = now.Add(-fullPathStagger(j))
 			v := w.views[j]
 			if v.head < 0 {
 				v.head = int32(i)
@@ -338,11 +341,13 @@ func (w *muxWorker) receive() bool {
 // bare reply's stamp sequence), without handing it to the client, and
 // reports whether it did. It hands the client anything else: a reply of
 // another size or kind, one a second (to keep the session alive), and a
-// game snapshot near the window's edges, which must be opened to be
-// placed (Load.fastZone). It does not allocate.
+// game snapshot that its sequence cannot place in or out of the window
+// yet, which must be opened (Load.placeByEdges). It does not allocate.
 func (w *muxWorker) account(c *loadClient, m *batchio.Message, now time.Time) bool {
 	l := w.l
-	if c.sampled || !c.up || m.N > len(m.Buf) {
+	if c.sampled || !c.up || m.N > len(m.Buf) || l.kc != nil {
+		// With l.kc the kernel counted what this would count, and
+		// passes on only what the client must open.
 		return false
 	}
 	p := m.Buf[:m.N]
@@ -363,7 +368,7 @@ func (w *muxWorker) account(c *loadClient, m *batchio.Message, now time.Time) bo
 		return false
 	}
 	if l.cfg.Mode == LoadGame {
-		switch l.fastZone(int64(now.Sub(l.start))) {
+		switch l.placeByEdges(c, seq, int64(now.Sub(l.start))) {
 		case zoneIgnore:
 			return true
 		case zoneOpen:
@@ -378,6 +383,11 @@ func (w *muxWorker) account(c *loadClient, m *batchio.Message, now time.Time) bo
 		c.winRecv.Add(1)
 	}
 	return true
+}
+
+// fullPathStagger is client j's share of fullPathSpread.
+func fullPathStagger(j int) time.Duration {
+	return fullPathSpread * time.Duration(j%64) / 64
 }
 
 // addFast adds the replies account counted to the worker's shard.

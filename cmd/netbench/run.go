@@ -415,6 +415,8 @@ func (r *runner) result(mode string, w *window) *bench.Result {
 		LoadXDPCounters: w.loadXDP,
 		SendGrid:        sendGridName(o.sendGrid),
 
+		LoadKernelCounted: w.tot.KernelCounted,
+
 		LoadSockets:    r.load.Sockets().String(),
 		LoadWorkers:    len(r.load.SharedConns()), // not SharedStats: its counters are the workers' until Close
 		LoadGOMAXPROCS: runtime.GOMAXPROCS(0),
