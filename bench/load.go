@@ -173,9 +173,10 @@ type LoadConfig struct {
 	// than XDPOff): the load's own datagrams then skip the kernel's UDP
 	// stack, as the server's do with its own XDP config. Shared sockets
 	// and one worker only, since an interface takes one AF_XDP group and
-	// a veth end has one receive queue. In game mode with SampleEvery
-	// above 1 the load sets XDP.Prefilter: its program counts and drops
-	// the snapshots of the clients that do not open them (kernelCounter).
+	// a veth end has one receive queue. With SampleEvery above 1 (echo
+	// and game) the load sets XDP.Prefilter: its program counts and
+	// drops the replies of the clients that do not open them
+	// (kernelCounter).
 	XDP batchio.XDP
 	// Dial, if set, makes client i's conn instead of a UDP socket: clients
 	// over another transport, such as WebTransport sessions for
@@ -250,8 +251,9 @@ type LoadTotals struct {
 	Ticks           uint64
 	ClientsWithLoss int
 	WorstClientLoss float64
-	// KernelCounted is how many of Received the load's XDP program
-	// counted (and dropped) for clients that do not open them.
+	// KernelCounted is how many replies the load's XDP program counted
+	// (and dropped) for clients that do not open them; Received includes
+	// them (in game mode, those of the window's active clients).
 	KernelCounted uint64
 	// Hist is a merged copy of the window's latencies (nanoseconds): echo
 	// round trips, or the snapshots' send-to-receipt times, of the clients
@@ -547,9 +549,9 @@ func NewLoad(cfg LoadConfig) (*Load, error) {
 	}
 	l.winStart.Store(noWindow)
 	l.active.Store(&activeSet{n: cfg.Active})
-	if cfg.XDP.Mode != batchio.XDPOff && cfg.Mode == LoadGame && l.sample > 1 {
+	if cfg.XDP.Mode != batchio.XDPOff && cfg.Mode != LoadHandshake && l.sample > 1 {
 		// One worker (normalize): its clients are the counter's.
-		kc, pre, err := newKernelCounter(cfg.Clients, l.net, l.replySize, cfg.Bare)
+		kc, pre, err := newKernelCounter(cfg.Clients, l.net, l.replySize, cfg.Bare, cfg.Mode == LoadGame)
 		if err != nil {
 			return nil, err
 		}
@@ -877,6 +879,14 @@ func (l *Load) Totals() LoadTotals {
 	t.Connected = l.Connected()
 	t.Active = l.Active()
 	t.Elapsed = max(time.Since(l.start)-time.Duration(l.winStart.Load()), 0)
+	if l.kc != nil {
+		k := l.kc.sinceAll()
+		t.KernelCounted = k.recv
+		t.Received += k.recv
+		t.Duplicates += k.dup
+		t.Reordered += k.reord
+		t.TooOld += k.old
+	}
 	if l.cfg.Mode == LoadGame {
 		l.gameTotals(&t)
 	}
@@ -894,12 +904,7 @@ func (l *Load) gameTotals(t *LoadTotals) {
 	for _, c := range l.clients[:t.Active] {
 		r := c.winRecv.Load()
 		if l.kc != nil {
-			k := l.kc.since(c.kslot)
-			r += k.recv
-			t.KernelCounted += k.recv
-			t.Duplicates += k.dup
-			t.Reordered += k.reord
-			t.TooOld += k.old
+			r += l.kc.since(c.kslot).recv
 		}
 		r = min(r, t.Ticks)
 		t.Received += r
@@ -1073,6 +1078,10 @@ func (l *Load) begin(c *loadClient, now time.Time) bool {
 	c.running = true
 	// A new session's packet sequences start again from 0.
 	c.track = SeqTracker{Received: c.track.Received}
+	c.edges = seqEdges{}
+	if l.kc != nil && !c.sampled {
+		l.kc.newSession(c.kslot)
+	}
 	return true
 }
 

@@ -237,7 +237,7 @@ type Result struct {
 	SendGrid string `json:"send_grid,omitempty"`
 	// LoadXDPCounters are the load's AF_XDP counters over the window.
 	LoadXDPCounters map[string]uint64 `json:"load_xdp_counters,omitempty"`
-	// LoadKernelCounted is how many of the snapshots received the load's
+	// LoadKernelCounted is how many of the replies received the load's
 	// XDP program counted without handing them to the load process.
 	LoadKernelCounted uint64 `json:"load_kernel_counted,omitempty"`
 
@@ -526,7 +526,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		row("load xdp", "%s (the window's AF_XDP counters)", l)
 	}
 	if r.LoadKernelCounted > 0 {
-		row("load kernel", "%d of the snapshots received counted in the load's XDP program, unopened", r.LoadKernelCounted)
+		row("load kernel", "%d of the replies received counted in the load's XDP program, unopened", r.LoadKernelCounted)
 	}
 	for _, g := range r.Groups {
 		row("group "+g.Name, "%d connected of %d, loss %.4f%% (%d of %d), rtt p50 %.1f µs, p99 %.1f µs, max %.1f µs",

@@ -16,12 +16,13 @@ import (
 	"github.com/netcode-go/netcode/codec"
 )
 
-// A kernelCounter counts game snapshots in the load's XDP program
+// A kernelCounter counts replies in the load's XDP program
 // (batchio.XDP.Prefilter) for the clients that do not open them
 // (LoadConfig.SampleEvery), and drops them there: the load's receive
 // ring, copy and process then see only the replies the clients open. It
-// places a snapshot as account does, by its arrival time and its packet
-// sequence against the edges the client learnt (seqEdges), and counts it
+// places a game snapshot as account does, by its arrival time and its
+// packet sequence against the edges the client learnt (seqEdges); an
+// echo reply it counts whenever it comes, as account does. It counts
 // with a 64-sequence window for duplicates and reordering (SeqTracker's
 // 1,024: an arrival 64 to 1,024 sequences late counts as too old here,
 // not as reordered or as a duplicate). It hands the client's socket
@@ -72,9 +73,9 @@ const (
 )
 
 // newKernelCounter makes the maps for n clients on net, whose replies
-// are snapshots of replySize bytes (bare: protocol-free ones), and
-// returns the prefilter that uses them.
-func newKernelCounter(n int, net muxNet, replySize int, bare bool) (*kernelCounter, asm.Instructions, error) {
+// are replySize bytes (bare: protocol-free ones), game snapshots or
+// echoes, and returns the prefilter that uses them.
+func newKernelCounter(n int, net muxNet, replySize int, bare, game bool) (*kernelCounter, asm.Instructions, error) {
 	k := &kernelCounter{n: n, base: make([]kcCounts, n), mono: monotonicNow}
 	var err error
 	if k.clients, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nc_load_clients", Type: ebpf.Array, KeySize: 4,
@@ -98,7 +99,7 @@ func newKernelCounter(n int, net muxNet, replySize int, bare bool) (*kernelCount
 		atomic.StoreUint64(k.word(j, kcStagger), uint64(fullPathStagger(j)))
 	}
 	atomic.StoreUint64(k.ctlWord(ctlFullEvery), uint64(fullPathEvery))
-	return k, kernelCountProgram(k.clients.FD(), k.control.FD(), n, net, replySize, bare), nil
+	return k, kernelCountProgram(k.clients.FD(), k.control.FD(), n, net, replySize, bare, game), nil
 }
 
 func mapArray(m *ebpf.Map, size int) ([]byte, error) {
@@ -150,6 +151,15 @@ func (k *kernelCounter) setCounting(j int, on bool) {
 	atomic.StoreUint64(k.word(j, kcMode), v)
 }
 
+// newSession forgets client j's edges and sequence window: a new
+// session numbers its packets from 0 again. The client must not be
+// counting (setCounting off): its entry is then the load's alone.
+func (k *kernelCounter) newSession(j int) {
+	for _, off := range []int{kcEdgeWin, kcFlags, kcNext, kcBits} {
+		atomic.StoreUint64(k.word(j, off), 0)
+	}
+}
+
 // learn gives the kernel client j's edges; the window's last, so that the
 // kernel never pairs one window's edges with another.
 func (k *kernelCounter) learn(j int, e *seqEdges) {
@@ -197,6 +207,19 @@ func (k *kernelCounter) counts(j int) kcCounts {
 		atomic.LoadUint64(k.word(j, kcReord)), atomic.LoadUint64(k.word(j, kcOld))}
 }
 
+// sinceAll returns every client's counts since the window's start.
+func (k *kernelCounter) sinceAll() kcCounts {
+	var t kcCounts
+	for j := range k.n {
+		c := k.since(j)
+		t.recv += c.recv
+		t.dup += c.dup
+		t.reord += c.reord
+		t.old += c.old
+	}
+	return t
+}
+
 // since returns client j's counts since the window's start.
 func (k *kernelCounter) since(j int) kcCounts {
 	c, b := k.counts(j), k.base[j]
@@ -205,13 +228,17 @@ func (k *kernelCounter) since(j int) kcCounts {
 
 // kernelCountProgram is the prefilter (batchio.XDP.Prefilter): R2 the
 // frame, R4 its UDP header, R5 the IP version, R6 the xdp_md.
-func kernelCountProgram(clientsFD, controlFD, n int, net muxNet, replySize int, bare bool) asm.Instructions {
+func kernelCountProgram(clientsFD, controlFD, n int, net muxNet, replySize int, bare, game bool) asm.Instructions {
 	const (
 		udpLen = 8
 		// A netcode payload packet: prefix, sequence (1-8 bytes), the
 		// payload, the MAC.
 		overhead = udpLen + 1 + codec.MACBytes
 	)
+	next := "kc_count" // after the session's turn
+	if game {
+		next = "kc_place"
+	}
 	insns := asm.Instructions{
 		asm.JNE.Imm(asm.R5, 4, "redirect"),
 		// The prefix and 8 sequence bytes, or the bare stamp's 16.
@@ -310,13 +337,27 @@ func kernelCountProgram(clientsFD, controlFD, n int, net muxNet, replySize int, 
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Sub.Reg(asm.R2, asm.R1),
 		asm.LoadMem(asm.R3, asm.R9, ctlFullEvery, asm.DWord),
-		asm.JLT.Reg(asm.R2, asm.R3, "kc_place"),
+		asm.JLT.Reg(asm.R2, asm.R3, next),
 		asm.LoadMem(asm.R1, asm.R7, kcStagger, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Sub.Reg(asm.R2, asm.R1),
 		asm.StoreMem(asm.R7, kcLastPass, asm.R2, asm.DWord),
 		asm.Ja.Label("redirect"),
-		// Placed as Load.placeByEdges does; R1 the window, R3 its end.
+	)
+	if game {
+		insns = append(insns, placeByEdgesProgram()...)
+	}
+	// An echo counts whenever it comes (the window's totals start from
+	// the bases taken at its start).
+	return append(insns, countProgram()...)
+}
+
+// placeByEdgesProgram places a snapshot as Load.placeByEdges does, from
+// "kc_place": R0 now, R7 the client's entry, R8 the sequence, R9 the
+// window's entry. It goes on to "kc_count", or to "kc_drop" or "redirect".
+func placeByEdgesProgram() asm.Instructions {
+	return asm.Instructions{
+		// R1 the window, R3 its end.
 		asm.LoadMem(asm.R1, asm.R9, ctlWin, asm.DWord).WithSymbol("kc_place"),
 		asm.JEq.Imm(asm.R1, 0, "kc_drop"),
 		asm.LoadMem(asm.R2, asm.R9, ctlStart, asm.DWord),
@@ -339,7 +380,15 @@ func kernelCountProgram(clientsFD, controlFD, n int, net muxNet, replySize int, 
 		asm.JEq.Imm(asm.R2, 0, "redirect"),
 		asm.LoadMem(asm.R4, asm.R7, kcTo, asm.DWord),
 		asm.JGE.Reg(asm.R8, asm.R4, "kc_drop"),
-		// Counted as SeqTracker.Observe does; R1 next, R2 the bits.
+	}
+}
+
+// countProgram counts the sequence in R8 for the client's entry in R7 as
+// SeqTracker.Observe does, from "kc_count", and drops the reply
+// ("kc_drop", which counts it taken in R9's window entry).
+func countProgram() asm.Instructions {
+	return asm.Instructions{
+		// R1 next, R2 the bits.
 		asm.LoadMem(asm.R1, asm.R7, kcNext, asm.DWord).WithSymbol("kc_count"),
 		asm.LoadMem(asm.R2, asm.R7, kcBits, asm.DWord),
 		asm.JLT.Reg(asm.R8, asm.R1, "kc_behind"),
@@ -387,6 +436,5 @@ func kernelCountProgram(clientsFD, controlFD, n int, net muxNet, replySize int, 
 		asm.StoreMem(asm.R9, ctlDropped, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R0, xdpDrop),
 		asm.Return(),
-	)
-	return insns
+	}
 }

@@ -19,7 +19,7 @@ import (
 // testKernelCounter loads the counter's prefilter for n clients on
 // 198.19.0.0/16 inside a stand-in for batchio's program (R2-R6 as it sets
 // them for IPv4; "redirect" returns XDP_PASS), for BPF_PROG_TEST_RUN.
-func testKernelCounter(t *testing.T, n int, bare bool) (*kernelCounter, *ebpf.Program) {
+func testKernelCounter(t *testing.T, n int, bare, game bool) (*kernelCounter, *ebpf.Program) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load an XDP program")
@@ -28,7 +28,7 @@ func testKernelCounter(t *testing.T, n int, bare bool) (*kernelCounter, *ebpf.Pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, pre, err := newKernelCounter(n, net, 300, bare)
+	kc, pre, err := newKernelCounter(n, net, 300, bare, game)
 	if err != nil {
 		t.Skipf("BPF maps unavailable: %v", err)
 	}
@@ -91,7 +91,7 @@ func runFrame(t *testing.T, prog *ebpf.Program, f []byte) uint32 {
 // edges it learnt, with SeqTracker's classes, drops them, and passes on
 // to the socket what the client must open or cannot be placed.
 func TestKernelCounter(t *testing.T) {
-	kc, prog := testKernelCounter(t, 4, false)
+	kc, prog := testKernelCounter(t, 4, false, true)
 	key := testPacketKey(t)
 	snap := func(seq uint64, size int) []byte {
 		b := make([]byte, codec.MaxPacketBytes)
@@ -146,6 +146,22 @@ func TestKernelCounter(t *testing.T) {
 	if kc.taken() != drops {
 		t.Fatalf("the program took %d snapshots; want the %d it dropped", kc.taken(), drops)
 	}
+	// A new session numbers its packets from 0 again: its first is in
+	// order, not too old.
+	kc.setCounting(1, false)
+	kc.newSession(1)
+	kc.setCounting(1, true)
+	if v := runFrame(t, prog, frameTo(c1, snap(1, 300))); v != verdictRedirect {
+		t.Fatalf("new session, no edge known: verdict %d; want the socket", v)
+	}
+	kc.learn(1, &seqEdges{start: -s, from: 1, haveFrom: true})
+	before := kc.since(1)
+	if v := runFrame(t, prog, frameTo(c1, snap(1, 300))); v != verdictDrop {
+		t.Fatalf("new session: verdict %d; want a drop", v)
+	}
+	if c := kc.since(1); c.recv != before.recv+1 || c.old != before.old {
+		t.Fatalf("new session's first: counts %+v after %+v; want one more received, none too old", c, before)
+	}
 
 	// A window that has ended: its own edges, and the end's.
 	kc.beginWindow(loadStart, -3*s, -s/2)
@@ -188,7 +204,7 @@ func TestKernelCounter(t *testing.T) {
 // TestKernelCounterBare: a protocol-free snapshot is counted by its
 // stamp sequence and its size alone.
 func TestKernelCounterBare(t *testing.T) {
-	kc, prog := testKernelCounter(t, 4, true)
+	kc, prog := testKernelCounter(t, 4, true, true)
 	snap := func(seq uint64, size int) []byte {
 		p := make([]byte, size)
 		PutSnapshotStamp(p, 0, seq)
@@ -211,5 +227,38 @@ func TestKernelCounterBare(t *testing.T) {
 		if v := runFrame(t, prog, frameTo(c2, snap(tt.seq, tt.size))); v != tt.want || kc.since(2).recv != tt.recv {
 			t.Fatalf("sequence %d, %d bytes: verdict %d, %d counted; want %d, %d", tt.seq, tt.size, v, kc.since(2).recv, tt.want, tt.recv)
 		}
+	}
+}
+
+// TestKernelCounterEcho: an echo reply is counted whenever it comes, a
+// window or none; a window's start only sets the base its counts start
+// from.
+func TestKernelCounterEcho(t *testing.T) {
+	kc, prog := testKernelCounter(t, 4, false, false)
+	key := testPacketKey(t)
+	echo := func(seq uint64) []byte {
+		b := make([]byte, codec.MaxPacketBytes)
+		n, err := codec.WritePayloadPacket(b, seq, make([]byte, 300), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b[:n]
+	}
+	c0 := netip.MustParseAddr("198.19.0.1")
+	kc.setCounting(0, true)
+	if v := runFrame(t, prog, frameTo(c0, echo(1))); v != verdictRedirect {
+		t.Fatalf("its turn to get one: verdict %d", v)
+	}
+	for _, tt := range []struct {
+		seq uint64
+		got kcCounts
+	}{{2, kcCounts{recv: 1}}, {2, kcCounts{recv: 1, dup: 1}}, {4, kcCounts{recv: 2, dup: 1}}, {3, kcCounts{recv: 3, dup: 1, reord: 1}}} {
+		if v := runFrame(t, prog, frameTo(c0, echo(tt.seq))); v != verdictDrop || kc.since(0) != tt.got {
+			t.Fatalf("sequence %d, no window: verdict %d, counts %+v; want a drop, %+v", tt.seq, v, kc.since(0), tt.got)
+		}
+	}
+	kc.beginWindow(time.Now(), int64(time.Second), 0)
+	if v := runFrame(t, prog, frameTo(c0, echo(5))); v != verdictDrop || kc.since(0) != (kcCounts{recv: 1}) || kc.sinceAll() != (kcCounts{recv: 1}) {
+		t.Fatalf("before a window's start: verdict %d, counts %+v; want a drop, one counted since the window's start", v, kc.since(0))
 	}
 }
