@@ -387,7 +387,7 @@ func placeByEdgesProgram() asm.Instructions {
 // SeqTracker.Observe does, from "kc_count", and drops the reply
 // ("kc_drop", which counts it taken in R9's window entry).
 func countProgram() asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		// R1 next, R2 the bits.
 		asm.LoadMem(asm.R1, asm.R7, kcNext, asm.DWord).WithSymbol("kc_count"),
 		asm.LoadMem(asm.R2, asm.R7, kcBits, asm.DWord),
@@ -416,25 +416,28 @@ func countProgram() asm.Instructions {
 		asm.JNE.Imm(asm.R5, 0, "kc_dup"),
 		asm.Or.Reg(asm.R2, asm.R4),
 		asm.StoreMem(asm.R7, kcBits, asm.R2, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R7, kcReord, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R7, kcReord, asm.R1, asm.DWord),
-		asm.Ja.Label("kc_recv"),
-		asm.LoadMem(asm.R1, asm.R7, kcOld, asm.DWord).WithSymbol("kc_old"),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R7, kcOld, asm.R1, asm.DWord),
-		asm.Ja.Label("kc_recv"),
-		asm.LoadMem(asm.R1, asm.R7, kcDup, asm.DWord).WithSymbol("kc_dup"),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R7, kcDup, asm.R1, asm.DWord),
-		asm.Ja.Label("kc_drop"),
-		asm.LoadMem(asm.R1, asm.R7, kcRecv, asm.DWord).WithSymbol("kc_recv"),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R7, kcRecv, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R9, ctlDropped, asm.DWord).WithSymbol("kc_drop"),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R9, ctlDropped, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, xdpDrop),
-		asm.Return(),
 	}
+	insns = append(insns, bump("", asm.R7, kcReord)...)
+	insns = append(insns, asm.Ja.Label("kc_recv"))
+	insns = append(insns, bump("kc_old", asm.R7, kcOld)...)
+	insns = append(insns, asm.Ja.Label("kc_recv"))
+	insns = append(insns, bump("kc_dup", asm.R7, kcDup)...)
+	insns = append(insns, asm.Ja.Label("kc_drop"))
+	insns = append(insns, bump("kc_recv", asm.R7, kcRecv)...)
+	insns = append(insns, bump("kc_drop", asm.R9, ctlDropped)...)
+	return append(insns, asm.Mov.Imm(asm.R0, xdpDrop), asm.Return())
+}
+
+// bump adds 1 to the counter at off in the entry reg points to (with R1);
+// sym, if not empty, labels it.
+func bump(sym string, reg asm.Register, off int16) asm.Instructions {
+	i := asm.Instructions{
+		asm.LoadMem(asm.R1, reg, off, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(reg, off, asm.R1, asm.DWord),
+	}
+	if sym != "" {
+		i[0] = i[0].WithSymbol(sym)
+	}
+	return i
 }
