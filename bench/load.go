@@ -369,8 +369,8 @@ type Load struct {
 
 	startWall int64 // l.start in Unix nanoseconds: snapshot stamps' clock
 	sample    int   // the effective SampleEvery
-	// kc counts the unsampled clients' snapshots in the load's XDP
-	// program (game mode on AF_XDP), nil otherwise.
+	// kc counts the unsampled clients' replies in the load's XDP
+	// program (echo and game on AF_XDP), nil otherwise.
 	kc        *kernelCounter
 	replySize int // the payload size of a reply: echo or snapshot
 
