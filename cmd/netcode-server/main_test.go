@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -272,13 +273,13 @@ func TestXDPFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := socketConfig(o).XDP; got != (batchio.XDP{Mode: batchio.XDPNative, Interface: "eth1"}) {
+	if got := socketConfig(o).XDP; !reflect.DeepEqual(got, batchio.XDP{Mode: batchio.XDPNative, Interface: "eth1"}) {
 		t.Errorf("-xdp native -xdp-if eth1: %+v", got)
 	}
 	if o, err = parseFlags(nil, envOf(map[string]string{"NETCODE_XDP": "try", "NETCODE_XDP_IF": "eth2"}), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if got := socketConfig(o).XDP; got != (batchio.XDP{Mode: batchio.XDPTry, Interface: "eth2"}) {
+	if got := socketConfig(o).XDP; !reflect.DeepEqual(got, batchio.XDP{Mode: batchio.XDPTry, Interface: "eth2"}) {
 		t.Errorf("NETCODE_XDP=try NETCODE_XDP_IF=eth2: %+v", got)
 	}
 	for _, args := range [][]string{{"-xdp", "native"}, {"-xdp-if", "eth1"}, {"-xdp", "fast", "-xdp-if", "eth1"}} {
