@@ -25,14 +25,18 @@ import (
 // echo reply it counts whenever it comes, as account does. It counts
 // with a 64-sequence window for duplicates and reordering (SeqTracker's
 // 1,024: an arrival 64 to 1,024 sequences late counts as too old here,
-// not as reordered or as a duplicate). It hands the client's socket
+// not as reordered or as a duplicate; and the process, which keeps its
+// own window, counts again a duplicate of one the kernel counted if it
+// comes on the client's full-path turn). It hands the client's socket
 // whatever it cannot place yet, any other packet, and one snapshot per
 // fullPathEvery per client (less its stagger), so sessions stay alive.
 //
 // Its state is two BPF arrays mapped into the process: one entry per
 // client (kc* offsets) and one for the window (ctl* offsets), read and
-// written with atomics on both sides; only the kernel writes the
-// counters, only the load the rest.
+// written with atomics on both sides. The kernel writes a client's
+// counters, sequence window and last pass, the load the rest (and clears
+// the sequence window for a new session, while the client is not
+// counting).
 type kernelCounter struct {
 	clients, control *ebpf.Map
 	mem, ctl         []byte
