@@ -1209,7 +1209,8 @@ func (l *Load) snapshot(c *loadClient, s *loadShard, p []byte, pseq uint64, now 
 		s.Bad++
 		return
 	}
-	if c.edges.learn(l.winStart.Load(), l.winEnd.Load(), sendWall-l.startWall, pseq) && l.kc != nil && !c.sampled {
+	// Edges place the snapshots of the clients that do not open them all.
+	if !c.sampled && c.edges.learn(l.winStart.Load(), l.winEnd.Load(), sendWall-l.startWall, pseq) && l.kc != nil {
 		l.kc.learn(c.kslot, &c.edges)
 	}
 	if !l.inWindow(sendWall - l.startWall) {

@@ -41,8 +41,7 @@ type kernelCounter struct {
 	clients, control *ebpf.Map
 	mem, ctl         []byte
 	n                int
-	mono             func() int64 // CLOCK_MONOTONIC, bpf_ktime_get_ns's clock
-	base             []kcCounts   // per client, at the window's start
+	base             []kcCounts // per client, at the window's start
 }
 
 // kcCounts are one client's counters in the kernel.
@@ -80,7 +79,7 @@ const (
 // are replySize bytes (bare: protocol-free ones), game snapshots or
 // echoes, and returns the prefilter that uses them.
 func newKernelCounter(n int, net muxNet, replySize int, bare, game bool) (*kernelCounter, asm.Instructions, error) {
-	k := &kernelCounter{n: n, base: make([]kcCounts, n), mono: monotonicNow}
+	k := &kernelCounter{n: n, base: make([]kcCounts, n)}
 	var err error
 	if k.clients, err = ebpf.NewMap(&ebpf.MapSpec{Name: "nc_load_clients", Type: ebpf.Array, KeySize: 4,
 		ValueSize: kcEntry, MaxEntries: uint32(n), Flags: unix.BPF_F_MMAPABLE}); err != nil {
@@ -115,6 +114,7 @@ func mapArray(m *ebpf.Map, size int) ([]byte, error) {
 	return b, nil
 }
 
+// monotonicNow reads CLOCK_MONOTONIC, bpf_ktime_get_ns's clock.
 func monotonicNow() int64 {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
@@ -187,7 +187,7 @@ func (k *kernelCounter) learn(j int, e *seqEdges) {
 // beginWindow sets the window [start, end) (ns since the load's start
 // at loadStart; end 0: open) and takes the counters' bases.
 func (k *kernelCounter) beginWindow(loadStart time.Time, start, end int64) {
-	toMono := k.mono() - int64(time.Since(loadStart))
+	toMono := monotonicNow() - int64(time.Since(loadStart))
 	atomic.StoreUint64(k.ctlWord(ctlWin), 0)
 	atomic.StoreUint64(k.ctlWord(ctlStart), uint64(toMono+start))
 	if end != 0 {
