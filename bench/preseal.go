@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/netcode-go/netcode/codec"
+	"github.com/netcode-go/netcode/engine"
 )
 
 // Sealing ahead. A load whose clients seal every input as they send it
@@ -27,9 +28,12 @@ import (
 const DefaultPresealLimit = 512 << 20
 
 const (
-	// presealGap is how many sequences a client keeps below its sealed
-	// block for the keep-alives it sends before the window: 6 s of them.
-	presealGap = 64
+	// presealGapMargin is how many sequences a client keeps below its
+	// sealed block beyond one for each keep-alive interval until its first
+	// send in the window (presealGap).
+	presealGapMargin = 16
+	// maxPresealGap is the most engine.Client.ReserveSequences allows.
+	maxPresealGap = 1024
 	// presealWait bounds BeginWindow's wait for the workers to seal.
 	presealWait = time.Minute
 	// presealSlot is the room of one sealed payload packet beyond the
@@ -173,14 +177,15 @@ func (w *muxWorker) preseal(r *sealRequest) {
 			read = time.Now()
 		}
 		n := w.sealCount(c, r)
-		if n == 0 || c.eng.ReserveSequences(presealGap, n) != nil {
+		next := w.firstSend(c, r)
+		gap, ok := presealGap(next.Sub(time.Now()))
+		if n == 0 || !ok || c.eng.ReserveSequences(gap, n) != nil {
 			continue
 		}
 		b := &c.seal
 		b.buf, buf = buf[:n*slot], buf[n*slot:]
 		b.lens, lens = lens[:n], lens[n:]
 		b.seq0 = c.seq
-		next := w.firstSend(c, r)
 		for k := range n {
 			PutStamp(c.pay, int64(next.Sub(l.start)), c.seq+uint64(k))
 			m, err := c.eng.SealNext(b.buf[k*slot:(k+1)*slot], c.pay)
@@ -192,6 +197,18 @@ func (w *muxWorker) preseal(r *sealRequest) {
 			next = next.Add(r.interval)
 		}
 	}
+}
+
+// presealGap is how many sequences a client should keep below its sealed
+// block when its first sealed packet goes out wait from now: one for each
+// keep-alive it may send until then, and a margin. The client's counter
+// jumps over a block it reaches, so the block's packets would then arrive
+// older than the newest the server has seen, and it drops those more than
+// its replay window (256) older. ok is false when the wait is too long to
+// keep below the block: that client seals as it sends.
+func presealGap(wait time.Duration) (gap int, ok bool) {
+	gap = int(max(wait, 0)/engine.PacketSendInterval) + 1 + presealGapMargin
+	return gap, gap <= maxPresealGap
 }
 
 // firstSend is client c's first send time in r's window, as Load.tick

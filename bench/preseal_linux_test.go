@@ -72,6 +72,39 @@ func TestEndToEndPresealed(t *testing.T) {
 	}
 }
 
+// TestPresealLongLead: a window that starts long after its payloads were
+// sealed (more keep-alive intervals away than a fixed gap would cover)
+// loses none of them. With too small a gap below the sealed block, the
+// clients' keep-alives meanwhile would push their counters past the block,
+// and the server would drop the block's packets more than its replay
+// window (256) older than those keep-alives.
+func TestPresealLongLead(t *testing.T) {
+	const clients, rate, d, lead = 20, 250, 1200 * time.Millisecond, 8 * time.Second
+	if n := presealCount(rate, d); n <= 256 {
+		t.Fatalf("a client seals %d payloads; the test needs more than the replay window", n)
+	}
+	if gap, ok := presealGap(lead); !ok || gap <= int(lead/engine.PacketSendInterval) {
+		t.Fatalf("presealGap(%v) = %d, %v; want more than one a keep-alive interval", lead, gap, ok)
+	}
+	if _, ok := presealGap(maxPresealGap * engine.PacketSendInterval); ok {
+		t.Fatal("presealGap accepts a wait longer than its largest gap covers")
+	}
+	_, load := presealedLoad(t, clients, 1, nil)
+	start := time.Now().Add(lead)
+	if err := load.BeginWindow(rate, start, d); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(start.Add(d + 500*time.Millisecond)))
+	tot := load.Totals()
+	if tot.Sent != uint64(clients*rate*d/time.Second) || tot.Lost() != 0 || tot.Bad != 0 {
+		t.Fatalf("sent %d received %d lost %d bad %d lag %d; want %d sent, none lost", tot.Sent, tot.Received, tot.Lost(), tot.Bad,
+			tot.SendLag, clients*rate*d/time.Second)
+	}
+	if load.sealNs.Load() == 0 {
+		t.Fatal("nothing was sealed ahead")
+	}
+}
+
 // readCounter counts a worker's reads.
 type readCounter struct {
 	batchio.Conn
@@ -220,7 +253,7 @@ func sealInputs(tb testing.TB, cl *engine.Client, n int) ([]byte, []uint16, int)
 	tb.Helper()
 	const size = 64
 	slot := size + presealSlot
-	if err := cl.ReserveSequences(presealGap, n); err != nil {
+	if err := cl.ReserveSequences(presealGapMargin, n); err != nil {
 		tb.Fatal(err)
 	}
 	buf, lens, pay := make([]byte, n*slot), make([]uint16, n), make([]byte, size)
