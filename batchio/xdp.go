@@ -87,7 +87,8 @@ func ParseXDPMode(s string) (XDPMode, error) {
 //   - On veth, AF_XDP runs in copy mode (no zero-copy), and the frames
 //     from a veth peer carry a pending checksum offload, taken as
 //     XDPStats.PartialChecksum.
-//   - WaitRead blocks its OS thread in ppoll (Stats.BlockingWait).
+//   - WaitRead parks on Go's netpoller, as a socket's does by default
+//     (BlockingWait is ignored).
 //   - No Shedder and no SourceLimit: their socket filters never see the
 //     ring's datagrams. A SourceLimit that is not Optional is an error
 //     (with XDPTry, the socket path is opened instead).

@@ -122,6 +122,13 @@ func roleXDPWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.(StatsReader).Stats().BlockingWait {
+		t.Fatal("Stats.BlockingWait: an XDP conn's wait parks on the netpoller")
+	}
+	t0 := time.Now()
+	if err := c.WaitRead(t0.Add(30 * time.Millisecond)); err != nil || time.Since(t0) < 30*time.Millisecond {
+		t.Fatalf("WaitRead with a 30 ms deadline: %v after %v", err, time.Since(t0))
+	}
 	for _, end := range []string{"wake", "close"} {
 		done := waitErr(c, time.Time{})
 		select {

@@ -61,7 +61,7 @@ type xdpConn struct {
 
 	efd         int
 	wakePending atomic.Bool
-	pfd         [3]unix.PollFd
+	w           *xdpWaiter
 	drain       [8]byte
 
 	stats struct {
@@ -181,7 +181,12 @@ func wrapXDP(kerns []Conn, xc XDP, batch int, pktinfo bool) (conns []Conn, err e
 			return conns, fmt.Errorf("batchio: eventfd: %w", err)
 		}
 		c.kern.rc.Control(func(fd uintptr) { c.kfd = int(fd) })
-		c.pfd = [3]unix.PollFd{{Fd: int32(x.fd), Events: unix.POLLIN}, {Fd: int32(c.kfd), Events: unix.POLLIN}, {Fd: int32(c.efd), Events: unix.POLLIN}}
+		if c.w, err = newXDPWaiter([3]int{xdpEvXsk: x.fd, xdpEvKern: c.kfd, xdpEvWake: c.efd}); err != nil {
+			unix.Close(c.efd)
+			c.rs.close()
+			x.close()
+			return conns, err
+		}
 		if i > 0 {
 			att.hold()
 		}
@@ -434,8 +439,8 @@ func (c *xdpConn) poke() {
 	c.mu.RUnlock()
 }
 
-// WaitRead polls the AF_XDP socket, the kernel socket and the wake
-// eventfd in one ppoll on the calling thread.
+// WaitRead waits for the AF_XDP socket, the kernel socket or a Wake, on
+// Go's netpoller (xdpWaiter).
 func (c *xdpConn) WaitRead(deadline time.Time) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -447,44 +452,35 @@ func (c *xdpConn) WaitRead(deadline time.Time) error {
 	}
 	c.stats.waits.Add(1)
 	for {
-		var ts *unix.Timespec
-		var t unix.Timespec
-		d := time.Duration(-1)
-		if !deadline.IsZero() {
-			if d = time.Until(deadline); d <= 0 {
-				return nil
-			}
-		}
+		until := deadline
 		if c.x.txLeft {
-			// The poll sends what it can as it starts; after that only
-			// a kick does, so the wait comes back for one.
-			if c.x.kick(); c.x.txLeft && (d < 0 || d > txRetryWait) {
-				d = txRetryWait
+			// Only a kick sends what the device held back: come back
+			// for another.
+			if c.x.kick(); c.x.txLeft {
+				if retry := time.Now().Add(txRetryWait); until.IsZero() || until.After(retry) {
+					until = retry
+				}
 			}
 		}
-		if d >= 0 {
-			t = unix.NsecToTimespec(int64(d))
-			ts = &t
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return nil
 		}
-		for i := range c.pfd {
-			c.pfd[i].Revents = 0
-		}
-		_, err := unix.Ppoll(c.pfd[:], ts, nil)
+		err := c.w.wait(until)
 		if c.closed.Load() {
 			return ErrClosed
 		}
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("batchio: ppoll: %w", err)
+		if err != nil {
+			return fmt.Errorf("batchio: epoll wait: %w", err)
 		}
-		if c.pfd[2].Revents != 0 {
+		if c.w.wake {
 			syscall.RawSyscall(unix.SYS_READ, uintptr(c.efd), uintptr(unsafe.Pointer(&c.drain[0])), 8)
 			c.wakePending.Store(false)
 			return nil
 		}
-		if c.pfd[1].Revents != 0 {
+		if c.w.kern {
 			c.kernReady = true
 		}
-		if c.pfd[0].Revents != 0 || c.pfd[1].Revents != 0 {
+		if c.w.xsk || c.w.kern {
 			return nil
 		}
 	}
@@ -497,8 +493,7 @@ func (c *xdpConn) Stats() Stats {
 		RecvCalls: c.stats.recvCalls.Load(), RecvPackets: c.stats.recvPackets.Load(),
 		SendCalls: c.stats.sendCalls.Load(), SendPackets: c.stats.sendPackets.Load() + c.stats.kernTx.Load(),
 		SendDropped: c.stats.sendDropped.Load(), Truncated: c.stats.truncated.Load(),
-		Waits:        c.stats.waits.Load(),
-		BlockingWait: true,
+		Waits: c.stats.waits.Load(),
 	}
 }
 
@@ -543,6 +538,10 @@ func (c *xdpConn) Close() error {
 // closeXDP releases what the conn holds of the AF_XDP path.
 func (c *xdpConn) closeXDP() {
 	c.closed.Store(true)
+	if c.w != nil {
+		c.w.close()
+		c.w = nil
+	}
 	if c.efd >= 0 {
 		unix.Close(c.efd)
 		c.efd = -1
