@@ -60,18 +60,25 @@ type sealRequest struct {
 }
 
 // sealBlock is one client's sealed payloads for a window: packet k in
-// buf[k*slot:][:lens[k]], stamped as sent at the schedule's k-th send.
+// buf[i*slot:][:lens[i]] with i = k*stride + col, stamped as sent at the
+// schedule's k-th send. A worker's arena holds its clients' packets in
+// send order (the k-th of every client, then the k+1-th), so the window's
+// sends walk it from start to end instead of jumping from client to
+// client, each jump a cache miss.
 type sealBlock struct {
-	gen  uint64 // the window's Load.gen; sealed for no other
-	buf  []byte // a view of its worker's arena
-	lens []uint16
-	slot int
-	seq0 uint64 // the stamp sequence of packet 0
-	k    int    // the next packet to send
+	gen    uint64 // the window's Load.gen; sealed for no other
+	buf    []byte // its worker's arena
+	lens   []uint16
+	slot   int
+	stride int // the arena's columns: the worker's clients sealed ahead
+	col    int
+	count  int    // how many packets it holds
+	seq0   uint64 // the stamp sequence of packet 0
+	k      int    // the next packet to send
 }
 
-// n is how many packets the block holds.
-func (b *sealBlock) n() int { return len(b.lens) }
+// index is where packet k is in the arena.
+func (b *sealBlock) index(k int) int { return k*b.stride + b.col }
 
 // presealing reports whether a window at rateHz lasting d is sealed
 // ahead.
@@ -150,20 +157,21 @@ func (w *muxWorker) preseal(r *sealRequest) {
 	l := w.l
 	as := l.active.Load()
 	slot := l.cfg.PayloadBytes + presealSlot
-	total := 0
+	rows, cols := 0, 0
 	for _, c := range w.clients {
 		c.seal = sealBlock{gen: r.gen, slot: slot}
-		if c.eng == nil || !c.up || c.idx >= as.n {
-			continue
+		if c.eng != nil && c.up && c.idx < as.n {
+			rows = max(rows, w.sealCount(c, r))
+			cols++
 		}
-		total += w.sealCount(c, r)
 	}
-	if total*slot > cap(w.sealBuf) {
+	if total := rows * cols; total*slot > cap(w.sealBuf) {
 		w.sealBuf = make([]byte, total*slot)
 		w.sealLens = make([]uint16, total)
 	}
-	buf, lens := w.sealBuf[:total*slot], w.sealLens[:total]
+	buf, lens := w.sealBuf[:rows*cols*slot], w.sealLens[:rows*cols]
 	read := time.Now()
+	col := 0
 	for _, c := range w.clients {
 		if c.eng == nil || !c.up || c.idx >= as.n {
 			continue
@@ -176,24 +184,25 @@ func (w *muxWorker) preseal(r *sealRequest) {
 			w.flush()
 			read = time.Now()
 		}
+		b := &c.seal
+		b.buf, b.lens, b.stride, b.col = buf, lens, cols, col
+		col++
 		n := w.sealCount(c, r)
 		next := w.firstSend(c, r)
 		gap, ok := presealGap(next.Sub(time.Now()))
 		if n == 0 || !ok || c.eng.ReserveSequences(gap, n) != nil {
 			continue
 		}
-		b := &c.seal
-		b.buf, buf = buf[:n*slot], buf[n*slot:]
-		b.lens, lens = lens[:n], lens[n:]
 		b.seq0 = c.seq
 		for k := range n {
 			PutStamp(c.pay, int64(next.Sub(l.start)), c.seq+uint64(k))
-			m, err := c.eng.SealNext(b.buf[k*slot:(k+1)*slot], c.pay)
+			i := b.index(k)
+			m, err := c.eng.SealNext(buf[i*slot:(i+1)*slot], c.pay)
 			if err != nil {
-				b.lens = b.lens[:k]
 				break
 			}
-			b.lens[k] = uint16(m)
+			lens[i] = uint16(m)
+			b.count = k + 1
 			next = next.Add(r.interval)
 		}
 	}
@@ -231,14 +240,14 @@ func (w *muxWorker) sealCount(c *loadClient, r *sealRequest) int {
 // and the caller seals one as it goes.
 func (c *loadClient) sendSealed(gen uint64) (sent, ok bool) {
 	b := &c.seal
-	if b.gen != gen || b.k >= b.n() {
+	if b.gen != gen || b.k >= b.count {
 		return false, false
 	}
-	k := b.k
+	i := b.index(b.k)
 	b.k++
-	if c.eng.SendSealed(b.buf[k*b.slot:][:b.lens[k]]) != nil {
+	if c.eng.SendSealed(b.buf[i*b.slot:][:b.lens[i]]) != nil {
 		return false, true
 	}
-	c.seq = b.seq0 + uint64(k) + 1
+	c.seq = b.seq0 + uint64(b.k)
 	return true, true
 }
