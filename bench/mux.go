@@ -420,12 +420,17 @@ func (w *muxWorker) tick(j int, now time.Time) {
 // queue copies one datagram into the next sendmmsg, sending the batch
 // first when it is full.
 func (w *muxWorker) queue(m *batchio.Message, from netip.Addr) {
+	w.queuePacket(m.Buf[:m.N], m.Addr, from)
+}
+
+// queuePacket adds a copy of p, from from to to, to the worker's batch.
+func (w *muxWorker) queuePacket(p []byte, to netip.AddrPort, from netip.Addr) {
 	if w.txN == len(w.tx) {
 		w.flush()
 	}
 	t := &w.tx[w.txN]
-	t.N = copy(t.Buf, m.Buf[:m.N])
-	t.Addr = m.Addr
+	t.N = copy(t.Buf, p)
+	t.Addr = to
 	t.Local = from
 	w.txN++
 }

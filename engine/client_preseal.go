@@ -75,6 +75,31 @@ func (c *Client) SealNext(buf, payload []byte) (int, error) {
 // client's own packets take sequences past the block, so that the server,
 // which has seen the block's, does not drop them as replays.
 func (c *Client) SendSealed(packet []byte) error {
+	if err := c.sentSealed(packet); err != nil {
+		return err
+	}
+	buf := c.txBuf()
+	c.txCommit(copy(buf, packet), nil)
+	return nil
+}
+
+// SentSealed records that the caller sent a packet sealed by SealNext to
+// ServerAddress itself, on a path of its own (a load generator that
+// drives many clients over one socket): as SendSealed, without the copy
+// into the client's batch. packet is the one sent; it is not copied.
+func (c *Client) SentSealed(packet []byte) error {
+	if err := c.sentSealed(packet); err != nil {
+		return err
+	}
+	c.lastSend = c.now
+	c.stats.PacketsOut++
+	c.stats.BytesOut += uint64(len(packet))
+	return nil
+}
+
+// sentSealed checks a sealed packet going out and moves the client's own
+// sequences past the block.
+func (c *Client) sentSealed(packet []byte) error {
 	if err := c.sealAheadUsable(); err != nil {
 		return err
 	}
@@ -83,8 +108,6 @@ func (c *Client) SendSealed(packet []byte) error {
 	}
 	c.sequence = max(c.sequence, c.res.end)
 	c.recordSequence()
-	buf := c.txBuf()
-	c.txCommit(copy(buf, packet), nil)
 	return nil
 }
 

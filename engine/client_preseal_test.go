@@ -154,3 +154,44 @@ func TestSealAheadSentJumps(t *testing.T) {
 		t.Fatalf("sequences after the sealed packet %v; want the keep-alive past it", srv.seqs)
 	}
 }
+
+// TestSealAheadSentByCaller: a sealed packet the caller sends itself
+// (SentSealed) counts as activity, so no keep-alive goes out in the same
+// interval, moves the client's own packets past the block and is counted
+// as sent.
+func TestSealAheadSentByCaller(t *testing.T) {
+	h := newClientHarness(t, ClientConfig{}, ctAccept)
+	h.connected(h.token(10, 30))
+	srv := h.servers[0]
+	if err := h.client.ReserveSequences(500, 1); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := h.client.SealNext(buf, []byte{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.SentSealed(nil); !errors.Is(err, ErrSealAhead) {
+		t.Fatalf("SentSealed(nil): %v; want ErrSealAhead", err)
+	}
+	h.step(PacketSendInterval) // a keep-alive goes out
+	h.step(PacketSendInterval * 9 / 10)
+	out := h.client.Stats().PacketsOut
+	srv.seqs = nil
+	if err := h.client.SentSealed(buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.client.Stats().PacketsOut; got != out+1 {
+		t.Fatalf("PacketsOut %d after SentSealed; want %d", got, out+1)
+	}
+	// A keep-alive would be due 100 ms after the last one; the sealed
+	// packet, 90 ms after it, moved that on.
+	h.step(PacketSendInterval / 2)
+	if len(srv.seqs) != 0 {
+		t.Fatalf("keep-alive %v 50 ms after a sealed packet sent", srv.seqs)
+	}
+	h.step(PacketSendInterval)
+	if len(srv.seqs) == 0 || srv.seqs[0] < h.client.res.end {
+		t.Fatalf("keep-alive sequences %v after the sealed packet; want past the block's end %d", srv.seqs, h.client.res.end)
+	}
+}
