@@ -190,7 +190,7 @@ func (w *muxWorker) preseal(r *sealRequest) {
 		col++
 		n := w.sealCount(c, r)
 		next := w.firstSend(c, r)
-		gap, ok := presealGap(next.Sub(time.Now()))
+		gap, ok := presealGap(time.Until(next))
 		if n == 0 || !ok || c.eng.ReserveSequences(gap, n) != nil {
 			continue
 		}

@@ -134,18 +134,8 @@ func TestSealAheadRefused(t *testing.T) {
 // packets take sequences past the block at once, not when the counter
 // reaches it (a server that saw the block would drop them as replays).
 func TestSealAheadSentJumps(t *testing.T) {
-	h := newClientHarness(t, ClientConfig{}, ctAccept)
-	h.connected(h.token(10, 30))
-	srv := h.servers[0]
-	if err := h.client.ReserveSequences(500, 1); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, codec.MaxPacketBytes)
-	n, err := h.client.SealNext(buf, []byte{5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.client.SendSealed(buf[:n]); err != nil {
+	h, srv, sealed := sealedOne(t)
+	if err := h.client.SendSealed(sealed); err != nil {
 		t.Fatal(err)
 	}
 	srv.seqs = nil
@@ -160,17 +150,7 @@ func TestSealAheadSentJumps(t *testing.T) {
 // interval, moves the client's own packets past the block and is counted
 // as sent.
 func TestSealAheadSentByCaller(t *testing.T) {
-	h := newClientHarness(t, ClientConfig{}, ctAccept)
-	h.connected(h.token(10, 30))
-	srv := h.servers[0]
-	if err := h.client.ReserveSequences(500, 1); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, codec.MaxPacketBytes)
-	n, err := h.client.SealNext(buf, []byte{5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, srv, sealed := sealedOne(t)
 	if err := h.client.SentSealed(nil); !errors.Is(err, ErrSealAhead) {
 		t.Fatalf("SentSealed(nil): %v; want ErrSealAhead", err)
 	}
@@ -178,7 +158,7 @@ func TestSealAheadSentByCaller(t *testing.T) {
 	h.step(PacketSendInterval * 9 / 10)
 	out := h.client.Stats().PacketsOut
 	srv.seqs = nil
-	if err := h.client.SentSealed(buf[:n]); err != nil {
+	if err := h.client.SentSealed(sealed); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.client.Stats().PacketsOut; got != out+1 {
@@ -194,4 +174,20 @@ func TestSealAheadSentByCaller(t *testing.T) {
 	if len(srv.seqs) == 0 || srv.seqs[0] < h.client.res.end {
 		t.Fatalf("keep-alive sequences %v after the sealed packet; want past the block's end %d", srv.seqs, h.client.res.end)
 	}
+}
+
+// sealedOne connects a client and seals one packet 500 sequences ahead.
+func sealedOne(t *testing.T) (*clientHarness, *ctServer, []byte) {
+	t.Helper()
+	h := newClientHarness(t, ClientConfig{}, ctAccept)
+	h.connected(h.token(10, 30))
+	if err := h.client.ReserveSequences(500, 1); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, codec.MaxPacketBytes)
+	n, err := h.client.SealNext(buf, []byte{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, h.servers[0], buf[:n]
 }
