@@ -26,6 +26,14 @@ const (
 	xdpEvWake
 )
 
+// xskEvents: the AF_XDP socket's entry is edge-triggered. Every poll of
+// the instance (the runtime's included) polls the sockets on its ready
+// list, and polling an AF_XDP socket in copy mode also sends what its
+// transmit ring holds: a level-triggered entry would stay on the list and
+// have the socket polled again at every wake-up of the runtime's poller.
+// The conn looks at its rings itself before it waits.
+const xskEvents = unix.EPOLLIN | unix.EPOLLET
+
 // xdpWaiter is an xdpConn's epoll instance.
 type xdpWaiter struct {
 	f      *os.File
@@ -44,6 +52,9 @@ func newXDPWaiter(fds [3]int) (*xdpWaiter, error) {
 	}
 	for i, fd := range fds {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+		if i == xdpEvXsk {
+			ev.Events = xskEvents
+		}
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			unix.Close(epfd)
 			return nil, fmt.Errorf("batchio: epoll_ctl: %w", err)
