@@ -17,6 +17,9 @@ type macTable struct {
 	limit int
 }
 
+// maxMACs is an AF_XDP conn's table limit.
+const maxMACs = 1 << 16
+
 func newMACTable(limit int) macTable {
 	return macTable{v4: make(map[uint32][6]byte), v6: make(map[[16]byte][6]byte), limit: limit}
 }

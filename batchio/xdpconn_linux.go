@@ -84,7 +84,6 @@ const (
 	// txRetryWait is how long a wait sleeps at most while the device
 	// holds back frames of the transmit ring.
 	txRetryWait    = 100 * time.Microsecond
-	maxMACs        = 1 << 16
 	neighRefresh   = time.Second
 	kernCheckEvery = 64
 )

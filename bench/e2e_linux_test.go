@@ -14,8 +14,6 @@ import (
 	"github.com/netcode-go/netcode/engine"
 )
 
-const testProtocolID = 0x1122334455667788
-
 // startTestEcho runs an echo server on a loopback port; the cleanup stops
 // it and waits for its goroutine.
 func startTestEcho(t *testing.T, key []byte, maxClients int) (*EchoServer, netip.AddrPort) {
