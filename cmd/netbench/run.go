@@ -32,6 +32,10 @@ const (
 	// windowLead is how far ahead a window's start is announced: idle
 	// clients wake at least every engine.PacketSendInterval to see it.
 	windowLead = 150 * time.Millisecond
+	// markLead is how long before a window's start both sides' figures
+	// are marked: the server's mark is a round trip to its process, and
+	// its counters must not miss the first inputs.
+	markLead = 20 * time.Millisecond
 	// Sweep limits: a step is sustained when loss and p99 stay under these
 	// and the clients sent at least sweepMinOffered of the target rate.
 	sweepMaxLoss    = 0.01
@@ -295,6 +299,10 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 			return nil, err
 		}
 	}
+	// Both sides' windows begin just before the start, not when sealing
+	// ends: what is left of the lead (up to a second at thousands of
+	// players) would count as idle time in each side's share of its core.
+	time.Sleep(time.Until(start.Add(-markLead)))
 	if err := r.beginServer(); err != nil {
 		return nil, err
 	}
@@ -321,10 +329,13 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 		return nil, err
 	}
 	sendS := min(time.Since(start), d).Seconds()
+	// The load's CPU window ends with its sends, as it began with them;
+	// the server's ends after the drain, whose replies it counts.
+	lc := r.loadMark()
 	time.Sleep(drainTime)
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
 	le := r.loadMark()
-	w.load = r.loadWindow(lm, le)
+	w.load = r.loadWindow(lm, lc)
 	if loadXDP != nil {
 		w.loadXDP = counterDelta(loadXDP, r.loadCounters())
 	}
