@@ -334,13 +334,15 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 	lc := r.loadMark()
 	time.Sleep(drainTime)
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
-	le := r.loadMark()
 	w.load = r.loadWindow(lm, lc)
 	if loadXDP != nil {
 		w.loadXDP = counterDelta(loadXDP, r.loadCounters())
 	}
 	if r.o.reliable {
-		w.rel = bench.WindowFigures(&lm.rel, &sb, &se, &le.rel)
+		// The endpoints' figures take the drain's acks.
+		var le bench.ReliableMark
+		r.load.ReliableMark(&le)
+		w.rel = bench.WindowFigures(&lm.rel, &sb, &se, &le)
 	}
 	if r.o.mode == "game" {
 		w.rate = r.o.tickHz
