@@ -169,6 +169,13 @@ func (c *serverChild) Mark() error {
 	return err
 }
 
+// Stop tells the child that the load has sent its last datagram: the
+// window's CPU time and rates end here, its game counts after the drain.
+func (c *serverChild) Stop() error {
+	_, err := c.command("stop")
+	return err
+}
+
 // End ends the window and returns what the child measured.
 func (c *serverChild) End() (*bench.ServerWindow, error) {
 	r, err := c.command("end")
@@ -242,7 +249,8 @@ func runServerChild(o *options) error {
 	if err := enc.Encode(hello); err != nil {
 		return err
 	}
-	var begin mark
+	var begin, stop mark
+	stopped := false
 	m := new(meter)
 	// The reliable endpoints' marks, read outside the window's
 	// allocation count (before its first mark, after its last).
@@ -270,6 +278,7 @@ func runServerChild(o *options) error {
 				relBegin.ReadServer(relSrv)
 			}
 			marks = 0
+			stopped = false
 			xdpBegin = connCounters(srv.xdp, srv.xdpIf)
 			begin = m.take(srv.app, true)
 		case "mark":
@@ -281,9 +290,16 @@ func runServerChild(o *options) error {
 				marks++
 			}
 			_, err = os.Stdout.Write(emptyReply)
+		case "stop":
+			stop, stopped = m.take(srv.app, false), true
+			_, err = os.Stdout.Write(emptyReply)
 		case "end":
 			end := m.take(srv.app, false)
-			w := serverWindow(&begin, &end)
+			cpuEnd := &end
+			if stopped {
+				cpuEnd = &stop
+			}
+			w := serverWindow(&begin, cpuEnd, &end)
 			w.XDP = counterDelta(xdpBegin, connCounters(srv.xdp, srv.xdpIf))
 			if relSrv != nil {
 				relEnd.ReadServer(relSrv)
@@ -355,27 +371,31 @@ func (m *meter) take(e app, begin bool) mark {
 	return k
 }
 
-func serverWindow(b, e *mark) *bench.ServerWindow {
+// serverWindow is the window from b: its time, CPU, datagrams and drops
+// to c (the load's last send), what the game counted to e (after the
+// drain, whose replies it takes). In a window the
+// load ends early the two are one.
+func serverWindow(b, c, e *mark) *bench.ServerWindow {
 	return &bench.ServerWindow{
-		WindowS:      e.at.Sub(b.at).Seconds(),
-		PacketsIn:    e.c.PacketsIn - b.c.PacketsIn,
-		PacketsOut:   e.c.PacketsOut - b.c.PacketsOut,
+		WindowS:      c.at.Sub(b.at).Seconds(),
+		PacketsIn:    c.c.PacketsIn - b.c.PacketsIn,
+		PacketsOut:   c.c.PacketsOut - b.c.PacketsOut,
+		CPUNanos:     c.cpu - b.cpu,
+		WaitNanos:    waitDelta(b.wait, c.wait),
+		Mallocs:      c.mallocs - b.mallocs,
+		GCCycles:     c.gc - b.gc,
+		Connects:     c.c.Connects - b.c.Connects,
+		RecvCalls:    c.c.RecvCalls - b.c.RecvCalls,
+		SendCalls:    c.c.SendCalls - b.c.SendCalls,
+		Parks:        c.c.Parks - b.c.Parks,
+		Dropped:      c.c.Dropped - b.c.Dropped,
+		KernelDrops:  uint64(uint32(c.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
 		Echoed:       e.c.Echoed - b.c.Echoed,
-		Dropped:      e.c.Dropped - b.c.Dropped,
-		KernelDrops:  uint64(uint32(e.c.KernelDrops - b.c.KernelDrops)), // the kernel's count is 32 bits
-		CPUNanos:     e.cpu - b.cpu,
-		WaitNanos:    waitDelta(b.wait, e.wait),
-		Mallocs:      e.mallocs - b.mallocs,
-		GCCycles:     e.gc - b.gc,
 		Connected:    e.c.Connected,
-		Connects:     e.c.Connects - b.c.Connects,
 		Inputs:       e.c.Inputs - b.c.Inputs,
 		Snapshots:    e.c.Snapshots - b.c.Snapshots,
 		Ticks:        e.c.Ticks - b.c.Ticks,
 		TicksSkipped: e.c.TicksSkipped - b.c.TicksSkipped,
-		RecvCalls:    e.c.RecvCalls - b.c.RecvCalls,
-		SendCalls:    e.c.SendCalls - b.c.SendCalls,
-		Parks:        e.c.Parks - b.c.Parks,
 	}
 }
 

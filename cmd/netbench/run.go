@@ -329,9 +329,15 @@ func (r *runner) measure(rate float64, d time.Duration, progress bool, during fu
 		return nil, err
 	}
 	sendS := min(time.Since(start), d).Seconds()
-	// The load's CPU window ends with its sends, as it began with them;
-	// the server's ends after the drain, whose replies it counts.
+	// Both sides' CPU windows end with the load's sends, as they began
+	// with them; the server's game counts end after the drain, whose
+	// replies they take.
 	lc := r.loadMark()
+	if r.child != nil {
+		if err := r.child.Stop(); err != nil {
+			return nil, err
+		}
+	}
 	time.Sleep(drainTime)
 	w := &window{tot: r.load.Totals(), sendS: sendS, rate: rate, target: rate * float64(r.load.Connected())}
 	w.load = r.loadWindow(lm, lc)
