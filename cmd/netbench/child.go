@@ -373,8 +373,8 @@ func (m *meter) take(e app, begin bool) mark {
 
 // serverWindow is the window from b: its time, CPU, datagrams and drops
 // to c (the load's last send), what the game counted to e (after the
-// drain, whose replies it takes). In a window the
-// load ends early the two are one.
+// drain, whose replies it takes). A window with no stop (a handshake
+// run) passes the same mark as both.
 func serverWindow(b, c, e *mark) *bench.ServerWindow {
 	return &bench.ServerWindow{
 		WindowS:      c.at.Sub(b.at).Seconds(),
