@@ -246,6 +246,10 @@ type loadClient struct {
 	ever    bool // was connected at least once
 	running bool // connecting or connected (started and not deactivated)
 	sampled bool // opens and times every reply
+	// open is a sampled client's session key for the server's packets,
+	// with which its worker opens the replies (muxWorker.open); nil where
+	// the engine client opens them all.
+	open *openKey
 	// lastFull is when a reply last went to the engine client (clients
 	// that are not sampled), less the client's share of fullPathSpread.
 	lastFull time.Time
@@ -1003,6 +1007,14 @@ func (l *Load) begin(c *loadClient, now time.Time) bool {
 		l.log.Warn("bench: connect", "client", c.idx, "err", err)
 		return false
 	}
+	c.open = nil
+	if c.sampled && l.workers != nil && l.cfg.Reliable == nil && l.cfg.Mode != LoadHandshake && token != nil {
+		var err error
+		if c.open, err = newOpenKey(token, l.cfg.ProtocolID); err != nil {
+			l.log.Warn("bench: connect", "client", c.idx, "err", err)
+			return false
+		}
+	}
 	c.sessions++
 	c.running = true
 	// A new session's packet sequences start again from 0.
@@ -1092,25 +1104,32 @@ func (l *Load) receive(c *loadClient, now time.Time) {
 			s.mu.Lock()
 			locked = true
 		}
-		if l.cfg.Mode == LoadGame {
-			l.snapshot(c, s, c.rbuf[:min(n, len(c.rbuf))], pseq, now)
-			continue
-		}
-		sendNs, _, ok := ReadStamp(c.rbuf[:min(n, len(c.rbuf))])
-		if !ok || n != len(c.pay) {
-			s.Bad++
-			continue
-		}
-		if !l.observe(c, &s.LoadTotals, pseq) {
-			continue
-		}
-		s.Received++
-		if c.sampled {
-			RecordLatency(s.hist, time.Duration(int64(now.Sub(l.start))-sendNs))
-		}
+		l.reply(c, s, c.rbuf[:min(n, len(c.rbuf))], n, pseq, now)
 	}
 	if locked {
 		s.mu.Unlock()
+	}
+}
+
+// reply counts a reply's payload p (n bytes long, p its first bytes; packet
+// sequence pseq) and times it if the client is sampled. The caller holds
+// the shard's lock.
+func (l *Load) reply(c *loadClient, s *loadShard, p []byte, n int, pseq uint64, now time.Time) {
+	if l.cfg.Mode == LoadGame {
+		l.snapshot(c, s, p, pseq, now)
+		return
+	}
+	sendNs, _, ok := ReadStamp(p)
+	if !ok || n != len(c.pay) {
+		s.Bad++
+		return
+	}
+	if !l.observe(c, &s.LoadTotals, pseq) {
+		return
+	}
+	s.Received++
+	if c.sampled {
+		RecordLatency(s.hist, time.Duration(int64(now.Sub(l.start))-sendNs))
 	}
 }
 

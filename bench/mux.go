@@ -130,6 +130,7 @@ type muxWorker struct {
 	// account) until they are added to shard, once per batch.
 	fast  LoadTotals
 	shard *loadShard
+	pkt   codec.Packet // open's
 
 	// sealBuf and sealLens hold the payloads sealed ahead for a window
 	// (preseal.go), reused from window to window; sealID is the last
@@ -306,7 +307,7 @@ func (w *muxWorker) receive() bool {
 				w.stray++
 				continue
 			}
-			if w.account(w.clients[j], &w.rx[i], now) {
+			if w.open(w.clients[j], &w.rx[i], now) || w.account(w.clients[j], &w.rx[i], now) {
 				continue
 			}
 			w.clients[j].lastFull = now.Add(-fullPathStagger(j))
